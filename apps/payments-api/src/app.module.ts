@@ -1,0 +1,59 @@
+import { type DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { IdempotencyKeyEntity, IdempotencyModule } from 'nestjs-pg-idempotency';
+import { paymentsApiMigrations } from '../../../migrations';
+import { APP_CONFIG, type AppConfig } from './app.config';
+import { ApiKeyGuard } from './auth/api-key.guard';
+import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
+import { HealthController } from './health/health.controller';
+import { Order } from './orders/order.entity';
+import { OrdersModule } from './orders/orders.module';
+import { ProblemDetailsFilter } from './problems/problem-details.filter';
+
+@Module({})
+export class AppModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        TypeOrmModule.forRoot({
+          type: 'postgres',
+          url: config.databaseUrl,
+          entities: [Order, IdempotencyKeyEntity],
+          migrations: paymentsApiMigrations,
+          // Room for the concurrency tests: duplicates hold a connection while they wait.
+          extra: { max: 20 },
+        }),
+        // Binds a transaction to the async context, so services write through txHost.tx.
+        ClsModule.forRoot({
+          global: true,
+          plugins: [
+            new ClsPluginTransactional({
+              imports: [TypeOrmModule],
+              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRoot({}),
+        OrdersModule,
+      ],
+      controllers: [HealthController],
+      providers: [
+        { provide: APP_CONFIG, useValue: config },
+        { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        { provide: APP_INTERCEPTOR, useClass: CrashAfterCommitInterceptor },
+        {
+          provide: APP_PIPE,
+          useValue: new ValidationPipe({ transform: true, whitelist: true, forbidNonWhitelisted: true }),
+        },
+      ],
+      exports: [APP_CONFIG],
+    };
+  }
+}

@@ -1,0 +1,45 @@
+import { Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../app.config';
+
+export const FAULT_HEADER = 'x-demo-fault';
+
+/** A request the handler ran (not a replay) that asked to die once its commit is done. */
+export const CRASH_AFTER_COMMIT = Symbol('demo:crash-after-commit');
+
+interface FaultyRequest {
+  headers: Record<string, string | string[] | undefined>;
+  [CRASH_AFTER_COMMIT]?: boolean;
+}
+
+/**
+ * Fault injection for the tests, on `X-Demo-Fault`, only with `DEMO_FAULTS=1`. The header is
+ * never part of the fingerprint, so a retry without it replays the faulted request.
+ */
+@Injectable()
+export class DemoFaults {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  /** `delay=<ms>`: holds the claimed key open inside the transaction. */
+  async delayIfAsked(request: FaultyRequest): Promise<void> {
+    const match = /^delay=(\d{1,6})$/.exec(this.fault(request) ?? '');
+    if (match) await new Promise((resolve) => setTimeout(resolve, Number(match[1])));
+  }
+
+  /** `fail-transient`: fails after the handler wrote, so everything must roll back. */
+  failIfAsked(request: FaultyRequest): void {
+    if (this.fault(request) === 'fail-transient') {
+      throw new ServiceUnavailableException('Injected transient failure (X-Demo-Fault: fail-transient).');
+    }
+  }
+
+  /** `crash-after-commit`: armed by the handler, fired by CrashAfterCommitInterceptor. */
+  armCrashAfterCommit(request: FaultyRequest): void {
+    if (this.fault(request) === 'crash-after-commit') request[CRASH_AFTER_COMMIT] = true;
+  }
+
+  private fault(request: FaultyRequest): string | undefined {
+    if (!this.config.demoFaults) return undefined;
+    const value = request.headers[FAULT_HEADER];
+    return Array.isArray(value) ? value[0] : value;
+  }
+}

@@ -1,0 +1,49 @@
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req, Res } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Idempotent } from 'nestjs-pg-idempotency';
+import { Tenant } from '../auth/tenant.decorator';
+import { DemoFaults } from '../faults/demo-faults';
+import { CreateOrderDto } from './create-order.dto';
+import { toOrderView, type OrderView } from './order.view';
+import { OrdersService } from './orders.service';
+
+type HttpRequest = Parameters<DemoFaults['delayIfAsked']>[0];
+
+@Controller('v1/orders')
+export class OrdersController {
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly faults: DemoFaults,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @Idempotent()
+  async create(
+    @Tenant() tenantId: string,
+    @Body() dto: CreateOrderDto,
+    @Req() request: HttpRequest,
+    @Res({ passthrough: true }) response: unknown,
+  ): Promise<OrderView> {
+    await this.faults.delayIfAsked(request);
+    const order = await this.orders.create(tenantId, dto);
+    this.faults.failIfAsked(request);
+    this.faults.armCrashAfterCommit(request);
+    this.adapterHost.httpAdapter.setHeader(response, 'Location', `/v1/orders/${order.id}`);
+    return toOrderView(order);
+  }
+
+  @Get()
+  async list(@Tenant() tenantId: string): Promise<{ data: OrderView[] }> {
+    return { data: (await this.orders.list(tenantId)).map(toOrderView) };
+  }
+
+  @Get(':id')
+  async get(
+    @Tenant() tenantId: string,
+    @Param('id', new ParseUUIDPipe()) id: string,
+  ): Promise<OrderView> {
+    return toOrderView(await this.orders.get(tenantId, id));
+  }
+}

@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { DemoFaults } from '../faults/demo-faults';
+import { OrdersController } from './orders.controller';
+import { OrdersService } from './orders.service';
+
+@Module({
+  controllers: [OrdersController],
+  providers: [OrdersService, DemoFaults],
+})
+export class OrdersModule {}

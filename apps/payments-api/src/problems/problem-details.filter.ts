@@ -1,0 +1,61 @@
+import {
+  type ArgumentsHost,
+  Catch,
+  type ExceptionFilter,
+  HttpException,
+  HttpStatus,
+  Logger,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { PROBLEM_CONTENT_TYPE, problemFromException, type ProblemDetails } from 'nestjs-pg-idempotency';
+
+/**
+ * Every error leaves as RFC 9457 problem details. HttpExceptions use the library's renderer,
+ * so a live error and a stored, replayed one look the same.
+ */
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger(ProblemDetailsFilter.name);
+
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const problem = this.toProblem(exception);
+    const adapter = this.adapterHost.httpAdapter;
+    const response = host.switchToHttp().getResponse();
+    adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
+    adapter.reply(response, JSON.stringify(problem), problem.status);
+  }
+
+  private toProblem(exception: unknown): ProblemDetails {
+    if (exception instanceof HttpException) return problemFromException(exception);
+    const bodyParserStatus = bodyParserErrorStatus(exception);
+    if (bodyParserStatus === HttpStatus.PAYLOAD_TOO_LARGE) {
+      return {
+        type: 'about:blank',
+        title: 'Payload Too Large',
+        status: 413,
+        detail: 'The request body exceeds 1 MiB.',
+      };
+    }
+    if (bodyParserStatus !== undefined) {
+      return {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The request body is not valid JSON.',
+      };
+    }
+    this.logger.error(exception instanceof Error ? exception.stack : String(exception));
+    return { type: 'about:blank', title: 'Internal Server Error', status: 500 };
+  }
+}
+
+/** body-parser errors carry `type` (`entity.too.large`, `entity.parse.failed`) and a 4xx status. */
+function bodyParserErrorStatus(exception: unknown): number | undefined {
+  if (typeof exception !== 'object' || exception === null) return undefined;
+  const { type, status } = exception as { type?: unknown; status?: unknown };
+  return typeof type === 'string' && type.startsWith('entity.') && typeof status === 'number'
+    ? status
+    : undefined;
+}

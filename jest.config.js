@@ -1,0 +1,31 @@
+/** One Jest run for every suite; one PostgreSQL for the whole run (test/setup/global-setup.ts). */
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
+  },
+];
+
+module.exports = {
+  rootDir: '.',
+  // ts before js: a stale .js beside a .ts must never shadow it.
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  testRegex: '(libs|apps|test)/.*\\.(spec|e2e-spec)\\.ts$',
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  transform: { '^.+\\.(t|j)s$': swc },
+  moduleNameMapper: {
+    '^nestjs-pg-idempotency$': '<rootDir>/libs/idempotency/src',
+    '^nestjs-pg-idempotency/(.*)$': '<rootDir>/libs/idempotency/src/$1',
+  },
+  testEnvironment: 'node',
+  globalSetup: '<rootDir>/test/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+  maxWorkers: 2,
+  testTimeout: 60_000,
+};

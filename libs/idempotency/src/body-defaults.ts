@@ -1,0 +1,43 @@
+import { plainToInstance } from 'class-transformer';
+
+// Nest's metadata for `@Body()` parameters (stable since Nest 6, not re-exported from the
+// package root; deep imports would break on Nest 12's ESM export map).
+const ROUTE_ARGS_METADATA = '__routeArguments__';
+const BODY_PARAMTYPE = '3';
+
+type Handler = (...args: unknown[]) => unknown;
+type ClassType = new (...args: unknown[]) => object;
+
+const PLAIN_TYPES = new Set<unknown>([Object, Array, String, Number, Boolean, undefined]);
+const bodyTypes = new WeakMap<Handler, ClassType | null>();
+
+/** The DTO class of the handler's whole-body `@Body()` parameter, if it has one. */
+function bodyType(controller: object, handler: Handler): ClassType | null {
+  const cached = bodyTypes.get(handler);
+  if (cached !== undefined) return cached;
+  const args: Record<string, { index: number; data?: unknown }> =
+    Reflect.getMetadata(ROUTE_ARGS_METADATA, controller.constructor, handler.name) ?? {};
+  const paramTypes: unknown[] =
+    Reflect.getMetadata('design:paramtypes', controller, handler.name) ?? [];
+  let found: ClassType | null = null;
+  for (const [name, arg] of Object.entries(args)) {
+    const isWholeBody = name.split(':')[0] === BODY_PARAMTYPE && arg.data === undefined;
+    const type = paramTypes[arg.index];
+    if (isWholeBody && typeof type === 'function' && !PLAIN_TYPES.has(type)) {
+      found = type as ClassType;
+    }
+  }
+  bodyTypes.set(handler, found);
+  return found;
+}
+
+/**
+ * The body as the handler will see it after `ValidationPipe({ transform: true })`: the DTO's
+ * property initialisers supply the defaults, so `{}` and `{ currency: 'usd' }` hash the same
+ * when `currency` defaults to `'usd'`. The claim runs before pipes, hence this re-creation.
+ */
+export function bodyWithDefaults(controller: object, handler: Handler, body: unknown): unknown {
+  const type = bodyType(controller, handler);
+  if (!type || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  return plainToInstance(type, body);
+}

@@ -1,0 +1,47 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+// Nest's route path metadata key (as in `@Controller()`/`@Post()`); not exported from the root.
+const PATH_METADATA = 'path';
+
+/** The request fields the library reads; Express and Fastify requests both have them. */
+export interface HttpRequestLike {
+  method: string;
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
+  route?: { path?: unknown };
+  routeOptions?: { url?: string };
+}
+
+/** The response fields the library reads; Express responses and Fastify replies both have them. */
+export interface HttpResponseLike {
+  statusCode: number;
+  getHeader(name: string): number | string | string[] | undefined;
+}
+
+export function httpRequest(context: ExecutionContext): HttpRequestLike {
+  return context.switchToHttp().getRequest<HttpRequestLike>();
+}
+
+export function httpResponse(context: ExecutionContext): HttpResponseLike {
+  return context.switchToHttp().getResponse<HttpResponseLike>();
+}
+
+/**
+ * The route pattern (`/v1/orders/:id`), never the raw URL: the raw URL would put path
+ * parameters and the query into the scope, so one key would name many operations.
+ */
+export function routePattern(context: ExecutionContext, request: HttpRequestLike): string {
+  if (typeof request.route?.path === 'string') return request.route.path;
+  if (typeof request.routeOptions?.url === 'string') return request.routeOptions.url;
+  const controllerPath = Reflect.getMetadata(PATH_METADATA, context.getClass()) ?? '';
+  const handlerPath = Reflect.getMetadata(PATH_METADATA, context.getHandler()) ?? '';
+  return `/${[controllerPath, handlerPath].flat().join('/')}`.replace(/\/+/g, '/');
+}
+
+export function headerValue(request: HttpRequestLike, name: string): string | undefined {
+  const value = request.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value.join(', ') : value;
+}

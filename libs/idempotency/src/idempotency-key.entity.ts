@@ -1,0 +1,45 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/**
+ * The key table, for apps that want to query it through TypeORM (admin screens, audits).
+ * The library itself writes it with plain SQL; the schema comes from the shipped migration.
+ */
+@Entity({ name: 'idempotency_keys' })
+@Index('idempotency_keys_expires_at_idx', ['expiresAt'])
+export class IdempotencyKeyEntity {
+  @PrimaryColumn({ name: 'tenant_id', type: 'text' })
+  tenantId: string;
+
+  /** The route's scope, e.g. `POST /v1/orders`. */
+  @PrimaryColumn({ name: 'endpoint', type: 'text' })
+  endpoint: string;
+
+  @PrimaryColumn({ name: 'idem_key', type: 'text' })
+  idemKey: string;
+
+  /** SHA-256 (hex) of the canonical request; the request itself is never stored. */
+  @Column({ name: 'request_hash', type: 'text' })
+  requestHash: string;
+
+  @Column({ name: 'status', type: 'text' })
+  status: 'in_progress' | 'completed';
+
+  @Column({ name: 'response_code', type: 'smallint', nullable: true })
+  responseCode: number | null;
+
+  @Column({ name: 'response_headers', type: 'jsonb', nullable: true })
+  responseHeaders: Record<string, string> | null;
+
+  /** The exact bytes sent; `bytea`, because `jsonb` would reorder keys and break replays. */
+  @Column({ name: 'response_body', type: 'bytea', nullable: true })
+  responseBody: Buffer | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt: Date;
+}

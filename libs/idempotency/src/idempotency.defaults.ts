@@ -1,0 +1,58 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { IdempotencyModuleOptions, TenantResolver } from './idempotency.options';
+import { renderProblem } from './problem-details';
+
+/** Statuses that say "try again later": replaying them would block an honest retry for good. */
+const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425, 429]);
+
+export function defaultShouldStore(statusCode: number): boolean {
+  if (statusCode >= 200 && statusCode < 300) return true;
+  if (statusCode >= 400 && statusCode < 500) return !RETRYABLE_CLIENT_ERRORS.has(statusCode);
+  return false;
+}
+
+interface Principal {
+  tenantId?: unknown;
+  id?: unknown;
+  sub?: unknown;
+}
+
+/** The authenticated principal a guard or Passport put on the request; never a raw header. */
+export const principalTenantResolver: TenantResolver = (context: ExecutionContext) => {
+  const user = context.switchToHttp().getRequest<{ user?: Principal }>().user;
+  const tenant = user?.tenantId ?? user?.id ?? user?.sub;
+  return tenant === undefined || tenant === null ? undefined : String(tenant);
+};
+
+export type ResolvedIdempotencyOptions = Required<Omit<IdempotencyModuleOptions, 'onReplay'>> &
+  Pick<IdempotencyModuleOptions, 'onReplay'>;
+
+export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
+  const resolved: ResolvedIdempotencyOptions = {
+    headerName: options.headerName ?? 'Idempotency-Key',
+    maxKeyLength: options.maxKeyLength ?? 255,
+    lockTimeoutMs: options.lockTimeoutMs ?? 2000,
+    ttlSeconds: options.ttlSeconds ?? 86_400,
+    retryAfterSeconds: options.retryAfterSeconds ?? 1,
+    tenantResolver: options.tenantResolver ?? principalTenantResolver,
+    shouldStore: options.shouldStore ?? defaultShouldStore,
+    storedHeaders: ['content-type', 'location', ...(options.storedHeaders ?? [])].map((h) =>
+      h.toLowerCase(),
+    ),
+    fingerprintHeaders: (options.fingerprintHeaders ?? []).map((h) => h.toLowerCase()),
+    markReplays: options.markReplays ?? false,
+    onReplay: options.onReplay,
+    renderException: options.renderException ?? renderProblem,
+  };
+  assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);
+  assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
+  assertPositiveInteger('ttlSeconds', resolved.ttlSeconds);
+  assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
+  return resolved;
+}
+
+function assertPositiveInteger(name: string, value: number): void {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new Error(`IdempotencyModule: option ${name} must be a positive integer, got ${value}`);
+  }
+}

@@ -1,0 +1,70 @@
+import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem-details';
+
+/** Problem `type` URIs of the answers the library gives itself (not stored, never replayed). */
+export const IdempotencyProblemType = {
+  missingKey: 'urn:idempotency:missing-key',
+  malformedKey: 'urn:idempotency:malformed-key',
+  keyInUse: 'urn:idempotency:key-in-use',
+  keyReused: 'urn:idempotency:key-reused',
+} as const;
+
+/**
+ * A request the library answers itself, before or instead of the handler. Status codes
+ * follow the IETF httpapi Idempotency-Key draft: 400, 409 and 422.
+ */
+export class IdempotencyRejection extends Error {
+  constructor(
+    readonly problem: ProblemDetails,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(problem.detail ?? problem.title);
+    this.name = 'IdempotencyRejection';
+  }
+
+  get status(): number {
+    return this.problem.status;
+  }
+
+  get contentType(): string {
+    return PROBLEM_CONTENT_TYPE;
+  }
+
+  static missingKey(headerName: string): IdempotencyRejection {
+    return new IdempotencyRejection({
+      type: IdempotencyProblemType.missingKey,
+      title: 'Idempotency key required',
+      status: 400,
+      detail: `This operation requires the ${headerName} header.`,
+    });
+  }
+
+  static malformedKey(headerName: string, reason: string): IdempotencyRejection {
+    return new IdempotencyRejection({
+      type: IdempotencyProblemType.malformedKey,
+      title: 'Malformed idempotency key',
+      status: 400,
+      detail: `The ${headerName} header ${reason}.`,
+    });
+  }
+
+  static keyInUse(retryAfterSeconds: number): IdempotencyRejection {
+    return new IdempotencyRejection(
+      {
+        type: IdempotencyProblemType.keyInUse,
+        title: 'Idempotency key in use',
+        status: 409,
+        detail: 'A request with this key is still being processed. Retry later.',
+      },
+      { 'retry-after': String(retryAfterSeconds) },
+    );
+  }
+
+  static keyReused(): IdempotencyRejection {
+    return new IdempotencyRejection({
+      type: IdempotencyProblemType.keyReused,
+      title: 'Idempotency key reused',
+      status: 422,
+      detail: 'This key was already used with a different request.',
+    });
+  }
+}

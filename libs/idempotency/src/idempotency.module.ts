@@ -1,0 +1,24 @@
+import { Module } from '@nestjs/common';
+import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
+import { resolveOptions } from './idempotency.defaults';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { IdempotencyKeyStore } from './idempotency-key.store';
+import {
+  ConfigurableIdempotencyModule,
+  IDEMPOTENCY_MODULE_OPTIONS,
+} from './idempotency.module-definition';
+
+/**
+ * `IdempotencyModule.forRoot(options)` or `.forRootAsync({ imports, inject, useFactory })`.
+ * Needs `ClsModule` with `ClsPluginTransactional` and the TypeORM adapter registered by the app
+ * (see the README): the module opens its transactions through that `TransactionHost`.
+ */
+@Module({
+  providers: [
+    { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
+    IdempotencyKeyStore,
+    IdempotencyInterceptor,
+  ],
+  exports: [IDEMPOTENCY_OPTIONS, IdempotencyKeyStore, IdempotencyInterceptor],
+})
+export class IdempotencyModule extends ConfigurableIdempotencyModule {}

@@ -1,0 +1,80 @@
+import type { ExecutionContext, HttpException } from '@nestjs/common';
+
+/** What the library stores and replays for one request. */
+export interface StoredResponse {
+  statusCode: number;
+  /** Lower-cased header names; only the allowlisted ones are kept. */
+  headers: Record<string, string>;
+  /** The exact bytes sent to the first caller. */
+  body: Buffer;
+}
+
+/** A rendered error: what a stored (deterministic) failure looks like on the wire. */
+export interface RenderedException {
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** Passed to `onReplay`; the hook may add headers before the stored response is sent. */
+export interface ReplayContext {
+  tenantId: string;
+  scope: string;
+  /** A short, non-reversible hash of the key: safe to log. */
+  keyHash: string;
+  response: StoredResponse;
+  setHeader(name: string, value: string): void;
+}
+
+/** Resolves the tenant a key belongs to; `undefined` means the anonymous scope. */
+export type TenantResolver = (
+  context: ExecutionContext,
+) => string | undefined | Promise<string | undefined>;
+
+export interface IdempotencyModuleOptions {
+  /** Request header that carries the key. Default `Idempotency-Key`. */
+  headerName?: string;
+  /** Longest accepted key, in characters. Default 255. */
+  maxKeyLength?: number;
+  /** How long a duplicate waits for an in-flight twin before it gets 409. Default 2000 ms. */
+  lockTimeoutMs?: number;
+  /** How long a key is remembered. Default 86400 s (24 h). */
+  ttlSeconds?: number;
+  /** `Retry-After` sent with 409 responses. Default 1 s. */
+  retryAfterSeconds?: number;
+  /**
+   * Who owns a key. Default: the authenticated principal at `request.user`
+   * (`tenantId`, else `id`, else `sub`); no principal means one shared anonymous scope.
+   * Never read a client-controlled header here unless you authenticate it.
+   */
+  tenantResolver?: TenantResolver;
+  /**
+   * Whether a handler outcome with this status is stored and replayed (deterministic) or
+   * released so a retry runs again (transient). Default: 2xx and 4xx are stored except
+   * 408, 409, 425 and 429; everything else is released. Thrown non-HTTP errors are always released.
+   */
+  shouldStore?: (statusCode: number) => boolean;
+  /** Response headers stored and replayed besides `content-type` and `location`. Default none. */
+  storedHeaders?: string[];
+  /** Request headers that take part in the fingerprint. Default none. */
+  fingerprintHeaders?: string[];
+  /** Add `Idempotent-Replayed: true` to replays. Default false (a replay is indistinguishable). */
+  markReplays?: boolean;
+  /** Called before a replay is sent; may add headers. */
+  onReplay?: (replay: ReplayContext) => void | Promise<void>;
+  /** Renders an HttpException that is stored. Default: RFC 9457 problem details. */
+  renderException?: (exception: HttpException) => RenderedException;
+}
+
+/** Per-route settings given to `@Idempotent()`. */
+export interface IdempotentOptions {
+  /** Reject requests without a key (400). Default true; when false such requests run unprotected. */
+  required?: boolean;
+  /** Overrides the module's time to live for this route. */
+  ttlSeconds?: number;
+  /**
+   * Names the key space. Default: the method and route pattern, e.g. `POST /v1/orders`.
+   * Give two routes one scope only when one key must never be used on both.
+   */
+  scope?: string;
+}

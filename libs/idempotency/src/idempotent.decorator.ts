@@ -1,0 +1,16 @@
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { IDEMPOTENT_ROUTE } from './idempotency.constants';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import type { IdempotentOptions } from './idempotency.options';
+
+/**
+ * Makes a route safe to retry: the first request with a key runs the handler inside one
+ * transaction with the claim and the recorded response; every retry gets that response back.
+ * On a class it applies to every route of the controller; a method's options win.
+ */
+export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    SetMetadata(IDEMPOTENT_ROUTE, { required: true, ...options }),
+    UseInterceptors(IdempotencyInterceptor),
+  );
+}

@@ -1,0 +1,5 @@
+import { idempotencyMigrations } from 'nestjs-pg-idempotency';
+import { CreateOrders1764662400100 } from './1764662400100-create-orders';
+
+/** The demo's schema: the library's tables first, then the demo's own. */
+export const paymentsApiMigrations = [...idempotencyMigrations, CreateOrders1764662400100];

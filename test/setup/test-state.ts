@@ -1,0 +1,5 @@
+import type { EmbeddedPostgresHandle } from '../../apps/payments-api/src/database/embedded-postgres';
+
+/** Shared by globalSetup and globalTeardown, which Jest runs in one process. */
+export const TEST_STATE: { embedded?: { handle: EmbeddedPostgresHandle; dataDir: string } } =
+  ((globalThis as Record<string, unknown>).__IDEMPOTENCY_TEST_STATE__ ??= {}) as never;

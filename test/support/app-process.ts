@@ -1,0 +1,67 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { findFreePort } from '../../apps/payments-api/src/database/embedded-postgres';
+import { databaseUrl } from './test-app';
+
+const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');
+
+/** The built demo as a real OS process, on the run's database, with faults enabled. */
+export class AppProcess {
+  private child?: ChildProcess;
+  private exited?: Promise<number | null>;
+  readonly logs: string[] = [];
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<AppProcess> {
+    const app = new AppProcess(await findFreePort());
+    await app.start();
+    return app;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
+    const child = spawn(process.execPath, [MAIN], {
+      env: { ...process.env, PORT: String(this.port), DATABASE_URL: databaseUrl(), DEMO_FAULTS: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    child.stdout?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
+    this.exited = new Promise((done) => child.once('exit', (code) => done(code)));
+    await this.waitUntilHealthy();
+  }
+
+  /** Resolves when the process has died (for the crash fault), with its exit code. */
+  waitForExit(): Promise<number | null> {
+    return this.exited ?? Promise.resolve(null);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    await this.waitForExit();
+  }
+
+  private async waitUntilHealthy(): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (this.child?.exitCode !== null) {
+        throw new Error(`the app exited during start:\n${this.logs.join('')}`);
+      }
+      try {
+        const response = await fetch(`${this.url}/health`);
+        if (response.status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`the app did not become healthy in 30 s:\n${this.logs.join('')}`);
+  }
+}

@@ -1,0 +1,40 @@
+import { Pool } from 'pg';
+import { databaseUrl } from './test-app';
+
+/**
+ * A separate connection pool for assertions: tests read what was committed, exactly as another
+ * client of the database would, not what the app's own connections believe.
+ */
+export class TestDatabase {
+  private readonly pool = new Pool({ connectionString: databaseUrl(), max: 4 });
+
+  async query<T extends Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.pool.query(sql, params)).rows as T[];
+  }
+
+  async orders(tenantId: string, customerId: string) {
+    return this.query<{ id: string; amount_cents: number; reference: string | null; status: string }>(
+      `SELECT id, amount_cents, reference, status FROM orders WHERE tenant_id = $1 AND customer_id = $2`,
+      [tenantId, customerId],
+    );
+  }
+
+  async keys(tenantId: string, key: string) {
+    return this.query<{
+      endpoint: string;
+      status: string;
+      request_hash: string;
+      response_code: number | null;
+      response_headers: Record<string, string> | null;
+      response_body: Buffer | null;
+    }>(
+      `SELECT endpoint, status, request_hash, response_code, response_headers, response_body
+         FROM idempotency_keys WHERE tenant_id = $1 AND idem_key = $2`,
+      [tenantId, key],
+    );
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
