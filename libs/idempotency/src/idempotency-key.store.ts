@@ -43,23 +43,27 @@ const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, r
 export class IdempotencyKeyStore {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
-  /** Bounds how long the claim may wait behind an uncommitted twin (SQLSTATE 55P03 after). */
-  async setLockTimeout(ms: number): Promise<void> {
-    // SET cannot take bind parameters; `ms` is a validated integer from the options.
-    await this.runner().query(`SET LOCAL lock_timeout = ${Math.trunc(ms)}`);
-  }
-
   /**
    * Inserts the `in_progress` claim; on conflict returns the existing row in the same round
    * trip. The unique primary key decides between racing processes, not process memory.
    * `existing` is absent when the twin committed after this statement's snapshot was taken
    * (it waited on the twin's lock): call `read` then.
+   *
+   * The wait behind an uncommitted twin is bounded by `lock_timeout`, set for this transaction
+   * by `set_config(..., true)` in the row source: it runs before the insert looks for a
+   * conflict, which saves the separate `SET LOCAL` round trip. Past it: SQLSTATE 55P03.
    */
-  async claim(id: KeyId, requestHash: string, ttlSeconds: number): Promise<ClaimResult> {
+  async claim(
+    id: KeyId,
+    requestHash: string,
+    ttlSeconds: number,
+    lockTimeoutMs: number,
+  ): Promise<ClaimResult> {
     const rows: KeyRow[] = await this.runner().query(
       `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
-         VALUES ($1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5))
+         SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
+           FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
          ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING
          RETURNING true AS claimed
        )
@@ -70,7 +74,7 @@ export class IdempotencyKeyStore {
        SELECT false, ${SELECT_COLUMNS}
          FROM idempotency_keys
         WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3`,
-      [id.tenantId, id.scope, id.key, requestHash, ttlSeconds],
+      [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
     );
     const row = rows[0];
     if (!row) return { claimed: false };

@@ -106,7 +106,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const label = keyLabel(id.tenantId, id.scope, id.key);
     try {
       return await this.txHost.withTransaction(async () => {
-        await this.store.setLockTimeout(this.options.lockTimeoutMs);
         const replay = await this.claim(id, requestHash, route.ttlSeconds ?? this.options.ttlSeconds, label);
         if (replay) return { kind: 'replayed', response: replay };
         await this.store.savepoint();
@@ -138,7 +137,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     label: string,
   ): Promise<StoredResponse | undefined> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const result = await this.store.claim(id, requestHash, ttlSeconds);
+      const result = await this.store.claim(id, requestHash, ttlSeconds, this.options.lockTimeoutMs);
       if (result.claimed) return undefined;
       // The twin committed while this claim waited on it: read it with a fresh snapshot.
       const existing = result.existing ?? (await this.store.read(id));

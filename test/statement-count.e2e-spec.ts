@@ -1,0 +1,57 @@
+import type { INestApplication } from '@nestjs/common';
+import { Client } from 'pg';
+import request from 'supertest';
+import { ACME, uniqueCustomer, uniqueKey } from './support/http';
+import { createTestApp } from './support/test-app';
+
+/**
+ * Counts the statements the app sends to PostgreSQL for one request, by wrapping the driver's
+ * `Client#query` (every TypeORM query goes through it). Not a timing: a count, exact each run.
+ */
+describe('statements per request', () => {
+  let app: INestApplication;
+  const sent: string[] = [];
+  const original = Client.prototype.query;
+
+  beforeAll(async () => {
+    app = await createTestApp();
+    Client.prototype.query = function (this: Client, ...args: unknown[]) {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : String((first as { text?: string })?.text));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof Client.prototype.query;
+  });
+  afterAll(async () => {
+    Client.prototype.query = original;
+    await app.close();
+  });
+
+  async function countStatements(send: () => Promise<unknown>): Promise<string[]> {
+    sent.length = 0;
+    await send();
+    return sent.map((sql) => sql.trim().split(/\s+/)[0].toUpperCase());
+  }
+
+  it('sends 6 statements for an idempotent create and 3 for a replay', async () => {
+    const key = uniqueKey();
+    const body = { customerId: uniqueCustomer(), amountCents: 100 };
+    const post = () =>
+      request(app.getHttpServer())
+        .post('/v1/orders')
+        .set({ authorization: ACME.authorization, 'idempotency-key': key })
+        .send(body)
+        .expect((res) => expect([201]).toContain(res.status));
+    // Warm the pool so connection set-up is not counted.
+    await request(app.getHttpServer()).get('/health').expect(200);
+
+    const create = await countStatements(post);
+    const replay = await countStatements(post);
+
+    // START TRANSACTION, claim (with its lock timeout), SAVEPOINT, INSERT order, UPDATE key, COMMIT
+    expect(create).toEqual(['START', 'WITH', 'SAVEPOINT', 'INSERT', 'UPDATE', 'COMMIT']);
+    // START TRANSACTION, claim-or-read, COMMIT
+    expect(replay).toEqual(['START', 'WITH', 'COMMIT']);
+    // eslint-disable-next-line no-console
+    console.log(`statements: create ${create.length} (${create.join(', ')}), replay ${replay.length} (${replay.join(', ')})`);
+  });
+});
