@@ -1,0 +1,52 @@
+import fc from 'fast-check';
+import { IdempotencyRejection } from './idempotency.errors';
+import { parseIdempotencyKey } from './idempotency-key.parser';
+
+const parse = (raw: string | string[] | undefined) => parseIdempotencyKey(raw, 'Idempotency-Key', 255);
+const printable = fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,200}[\x21-\x7e]$/);
+
+/** RFC 8941 serialisation of a string: quotes and backslashes escaped. */
+const quote = (key: string) => `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+describe('parseIdempotencyKey', () => {
+  it('returns undefined for an absent header', () => {
+    expect(parse(undefined)).toBeUndefined();
+  });
+
+  it('reads the bare and the structured-field (quoted) forms as the same key', () => {
+    fc.assert(
+      fc.property(printable, (key) => {
+        fc.pre(!key.startsWith('"'));
+        expect(parse(key)).toBe(key);
+        expect(parse(quote(key))).toBe(key);
+      }),
+    );
+  });
+
+  it.each([
+    ['', 'empty'],
+    ['   ', 'blank'],
+    ['k'.repeat(256), 'too long'],
+    ['"k"x', 'text after the closing quote'],
+    ['"abc', 'unterminated'],
+    ['"a\\nb"', 'bad escape'],
+    ['clé', 'non-ASCII'],
+    ['a\u0007b', 'control character'],
+  ])('rejects %j (%s) with a 400 problem', (raw) => {
+    expect(() => parse(raw)).toThrow(IdempotencyRejection);
+    try {
+      parse(raw);
+    } catch (error) {
+      expect((error as IdempotencyRejection).status).toBe(400);
+    }
+  });
+
+  it('rejects a header sent twice', () => {
+    expect(() => parse(['a', 'b'])).toThrow(IdempotencyRejection);
+  });
+
+  it('accepts exactly the configured length', () => {
+    expect(parse('k'.repeat(255))).toHaveLength(255);
+    expect(() => parseIdempotencyKey('k'.repeat(11), 'Idempotency-Key', 10)).toThrow(IdempotencyRejection);
+  });
+});

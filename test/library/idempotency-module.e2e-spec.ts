@@ -1,0 +1,228 @@
+import { type ExecutionContext, type INestApplication, Module } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { IdempotencyModule, IdempotencyProblemType } from 'nestjs-pg-idempotency';
+import type { DataSource } from 'typeorm';
+import { createLibraryApp } from './library-app';
+
+const tag = () => `t-${randomUUID()}`;
+const key = () => `k-${randomUUID()}`;
+
+async function effects(dataSource: DataSource, tagValue: string): Promise<string[]> {
+  const rows: { route: string }[] = await dataSource.query(
+    'SELECT route FROM library_test_effects WHERE tag = $1 ORDER BY id',
+    [tagValue],
+  );
+  return rows.map((r) => r.route);
+}
+
+async function keyRows(dataSource: DataSource, idemKey: string) {
+  return dataSource.query(
+    `SELECT tenant_id, endpoint, status, response_code,
+            extract(epoch FROM expires_at - created_at)::int AS ttl
+       FROM idempotency_keys WHERE idem_key = $1 ORDER BY endpoint`,
+    [idemKey],
+  );
+}
+
+describe('IdempotencyModule in a bare app (forRoot, defaults)', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({})));
+  });
+  afterAll(() => app.close());
+
+  const post = (path: string, body: object, headers: Record<string, string> = {}) =>
+    request(app.getHttpServer()).post(path).set(headers).send(body);
+
+  it('scopes a key by route pattern: one key on two routes runs both', async () => {
+    const k = key();
+    const t = tag();
+    await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/gadgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(await effects(dataSource, t)).toEqual(['widgets', 'gadgets']);
+    expect((await keyRows(dataSource, k)).map((r: { endpoint: string }) => r.endpoint)).toEqual([
+      'POST /gadgets',
+      'POST /widgets',
+    ]);
+  });
+
+  it('keys an anonymous caller into one shared scope when no principal is on the request', async () => {
+    const k = key();
+    await post('/widgets', { tag: tag() }, { 'idempotency-key': k }).expect(201);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ tenant_id: '' })]);
+  });
+
+  it('puts path parameters in the fingerprint, not the scope: another id under one key is 422', async () => {
+    const k = key();
+    const t = tag();
+    await post('/things/1', { tag: t }, { 'idempotency-key': k }).expect(201);
+    const other = await post('/things/2', { tag: t }, { 'idempotency-key': k });
+    expect(other.status).toBe(422);
+    expect(other.body.type).toBe(IdempotencyProblemType.keyReused);
+    expect(await effects(dataSource, t)).toEqual(['things/1']);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ endpoint: 'POST /things/:thingId' })]);
+  });
+
+  it('puts the query in the fingerprint', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/things/1?mode=a', { tag: t }, { 'idempotency-key': k }).expect(201);
+    const same = await post('/things/1?mode=a', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/things/1?mode=b', { tag: t }, { 'idempotency-key': k }).expect(422);
+    expect(same.text).toBe(first.text);
+    expect(await effects(dataSource, t)).toEqual(['things/1']);
+  });
+
+  it('applies DTO defaults before hashing: an omitted default and its explicit value are one request', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    const explicit = await post('/widgets', { size: 1, tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/widgets', { size: 2, tag: t }, { 'idempotency-key': k }).expect(422);
+    expect(explicit.text).toBe(first.text);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+  });
+
+  it('runs an optional-key route unprotected without a key, and deduplicates with one', async () => {
+    const t = tag();
+    await post('/optional', { tag: t }).expect(201);
+    await post('/optional', { tag: t }).expect(201);
+    const k = key();
+    await post('/optional', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/optional', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(await effects(dataSource, t)).toEqual(['optional', 'optional', 'optional']);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ ttl: 60 })]);
+  });
+
+  it('uses the module time to live (24 h by default) on routes without their own', async () => {
+    const k = key();
+    await post('/widgets', { tag: tag() }, { 'idempotency-key': k }).expect(201);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ ttl: 86_400 })]);
+  });
+
+  it('shares one key space between routes given one scope name', async () => {
+    const k = key();
+    const t = tag();
+    await post('/shared-a', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/shared-b', { tag: t }, { 'idempotency-key': k }).expect(422);
+    expect(await effects(dataSource, t)).toEqual(['shared-a']);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ endpoint: 'shared' })]);
+  });
+
+  it('replays string and empty (204) responses byte for byte', async () => {
+    const k1 = key();
+    const t = tag();
+    const text = await post('/text', { tag: t }, { 'idempotency-key': k1 }).expect(201);
+    const textAgain = await post('/text', { tag: t }, { 'idempotency-key': k1 }).expect(201);
+    expect(textAgain.text).toBe(text.text);
+    expect(textAgain.headers['content-type']).toBe(text.headers['content-type']);
+
+    const k2 = key();
+    const empty = await post('/empty', { tag: t }, { 'idempotency-key': k2 }).expect(204);
+    const emptyAgain = await post('/empty', { tag: t }, { 'idempotency-key': k2 }).expect(204);
+    expect(emptyAgain.text).toBe(empty.text);
+    expect(emptyAgain.headers['content-type']).toBe(empty.headers['content-type']);
+    expect(await effects(dataSource, t)).toEqual(['text', 'empty']);
+  });
+
+  it('releases the key when the handler throws a non-HTTP error', async () => {
+    const k = key();
+    const t = tag();
+    await post('/crash', { tag: t }, { 'idempotency-key': k }).expect(500);
+    await post('/crash', { tag: t }, { 'idempotency-key': k }).expect(500);
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(await keyRows(dataSource, k)).toEqual([]);
+  });
+
+  it('treats an expired key as new', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`, [k]);
+    const again = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(again.body.id).not.toBe(first.body.id);
+    expect(await effects(dataSource, t)).toEqual(['widgets', 'widgets']);
+    expect(await keyRows(dataSource, k)).toHaveLength(1);
+  });
+
+  it('applies a class-level @Idempotent() to every route of the controller', async () => {
+    const t = tag();
+    await post('/class-level', { tag: t }).expect(400);
+    const k = key();
+    await post('/class-level', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/class-level', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(await effects(dataSource, t)).toEqual(['class-level']);
+  });
+
+  it('leaves undecorated routes alone', async () => {
+    await request(app.getHttpServer()).get('/plain').set('idempotency-key', '').expect(200);
+  });
+});
+
+@Module({
+  providers: [{ provide: 'TENANT_HEADER', useValue: 'x-test-tenant' }],
+  exports: ['TENANT_HEADER'],
+})
+class TestConfigModule {}
+
+describe('IdempotencyModule.forRootAsync with every option set', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRootAsync({
+        imports: [TestConfigModule],
+        inject: ['TENANT_HEADER'],
+        useFactory: (tenantHeader: string) => ({
+          headerName: 'X-Request-Key',
+          maxKeyLength: 40,
+          retryAfterSeconds: 7,
+          ttlSeconds: 3600,
+          // A test stand-in for an authenticated tenant; never trust a raw header in production.
+          tenantResolver: (context: ExecutionContext) =>
+            context.switchToHttp().getRequest().headers[tenantHeader],
+          markReplays: true,
+          onReplay: (replay) => replay.setHeader('x-replayed-key', replay.keyHash),
+          storedHeaders: ['x-custom'],
+          fingerprintHeaders: ['x-currency'],
+        }),
+      }),
+    ));
+  });
+  afterAll(() => app.close());
+
+  const post = (body: object, headers: Record<string, string>) =>
+    request(app.getHttpServer()).post('/widgets').set(headers).send(body);
+
+  it('reads the configured header, marks replays and lets the hook decorate them', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a' }).expect(201);
+    const replay = await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a' }).expect(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.headers['x-replayed-key']).toMatch(/^[0-9a-f]{12}$/);
+    expect(replay.text).toBe(first.text);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ tenant_id: 'tenant-a', ttl: 3600 })]);
+  });
+
+  it('requires the configured header and enforces the configured length', async () => {
+    const t = tag();
+    const missing = await post({ tag: t }, { 'idempotency-key': key() });
+    expect(missing.status).toBe(400);
+    expect(missing.body.detail).toContain('X-Request-Key');
+    await post({ tag: t }, { 'x-request-key': 'k'.repeat(41) }).expect(400);
+    expect(await effects(dataSource, t)).toEqual([]);
+  });
+
+  it('scopes by the resolved tenant and puts configured headers in the fingerprint', async () => {
+    const k = key();
+    const t = tag();
+    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'usd' }).expect(201);
+    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-b', 'x-currency': 'usd' }).expect(201);
+    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'eur' }).expect(422);
+    expect(await effects(dataSource, t)).toEqual(['widgets', 'widgets']);
+  });
+});

@@ -1,0 +1,157 @@
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  type INestApplication,
+  Injectable,
+  type ModuleMetadata,
+  Param,
+  Post,
+  Query,
+  ValidationPipe,
+} from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { IsInt, IsOptional, IsString } from 'class-validator';
+import { ClsModule } from 'nestjs-cls';
+import { Idempotent } from 'nestjs-pg-idempotency';
+import { DataSource } from 'typeorm';
+import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
+import { paymentsApiMigrations } from '../../migrations';
+import { databaseUrl } from '../support/test-app';
+
+/** Every handler records its side effect here, through the transaction. */
+@Injectable()
+export class Effects {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  async record(route: string, tag: string): Promise<number> {
+    const [row] = await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ($1, $2) RETURNING id`,
+      [route, tag],
+    );
+    return row.id;
+  }
+}
+
+class ThingDto {
+  @IsString()
+  tag: string;
+
+  @IsOptional()
+  @IsInt()
+  size: number = 1;
+}
+
+@Controller()
+export class LibraryTestController {
+  constructor(private readonly effects: Effects) {}
+
+  @Post('widgets')
+  @Idempotent()
+  async widget(@Body() body: ThingDto) {
+    return { id: await this.effects.record('widgets', body.tag), tag: body.tag, size: body.size };
+  }
+
+  @Post('gadgets')
+  @Idempotent()
+  async gadget(@Body() body: ThingDto) {
+    return { id: await this.effects.record('gadgets', body.tag) };
+  }
+
+  @Post('things/:thingId')
+  @Idempotent()
+  async thing(@Param('thingId') thingId: string, @Query('mode') mode: string | undefined, @Body() body: ThingDto) {
+    return { id: await this.effects.record(`things/${thingId}`, body.tag), mode: mode ?? null };
+  }
+
+  @Post('optional')
+  @Idempotent({ required: false, ttlSeconds: 60 })
+  async optional(@Body() body: ThingDto) {
+    return { id: await this.effects.record('optional', body.tag) };
+  }
+
+  @Post('shared-a')
+  @Idempotent({ scope: 'shared' })
+  async sharedA(@Body() body: ThingDto) {
+    return { id: await this.effects.record('shared-a', body.tag) };
+  }
+
+  @Post('shared-b')
+  @Idempotent({ scope: 'shared' })
+  async sharedB(@Body() body: ThingDto) {
+    return { id: await this.effects.record('shared-b', body.tag) };
+  }
+
+  @Post('text')
+  @Idempotent()
+  async text(@Body() body: ThingDto) {
+    return `effect ${await this.effects.record('text', body.tag)}`;
+  }
+
+  @Post('empty')
+  @HttpCode(204)
+  @Idempotent()
+  async empty(@Body() body: ThingDto): Promise<void> {
+    await this.effects.record('empty', body.tag);
+  }
+
+  @Post('crash')
+  @Idempotent()
+  async crash(@Body() body: ThingDto) {
+    await this.effects.record('crash', body.tag);
+    throw new Error('a bug, not a decision');
+  }
+
+  @Get('plain')
+  plain() {
+    return { ok: true };
+  }
+}
+
+@Controller('class-level')
+@Idempotent()
+export class ClassLevelController {
+  constructor(private readonly effects: Effects) {}
+
+  @Post()
+  async create(@Body() body: ThingDto) {
+    return { id: await this.effects.record('class-level', body.tag) };
+  }
+}
+
+/** A bare Nest app using the library as a user would: TypeORM, nestjs-cls, the module. */
+export async function createLibraryApp(idempotencyModule: NonNullable<ModuleMetadata['imports']>[number]): Promise<{
+  app: INestApplication;
+  dataSource: DataSource;
+}> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+      ClsModule.forRoot({
+        global: true,
+        plugins: [
+          new ClsPluginTransactional({
+            imports: [TypeOrmModule],
+            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          }),
+        ],
+      }),
+      idempotencyModule,
+    ],
+    controllers: [LibraryTestController, ClassLevelController],
+    providers: [Effects],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  app.useGlobalPipes(new ValidationPipe({ transform: true }));
+  const dataSource = app.get(DataSource);
+  await runMigrations(dataSource);
+  await dataSource.query(
+    `CREATE TABLE IF NOT EXISTS library_test_effects (id serial PRIMARY KEY, route text NOT NULL, tag text NOT NULL)`,
+  );
+  await app.init();
+  return { app, dataSource };
+}
