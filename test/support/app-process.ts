@@ -12,10 +12,14 @@ export class AppProcess {
   private exited?: Promise<number | null>;
   readonly logs: string[] = [];
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
 
-  static async start(): Promise<AppProcess> {
-    const app = new AppProcess(await findFreePort());
+  /** `env` is added to the child's environment; `DATABASE_URL: undefined` means embedded. */
+  static async start(env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() }): Promise<AppProcess> {
+    const app = new AppProcess(await findFreePort(), env);
     await app.start();
     return app;
   }
@@ -27,7 +31,7 @@ export class AppProcess {
   async start(): Promise<void> {
     if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
     const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, PORT: String(this.port), DATABASE_URL: databaseUrl(), DEMO_FAULTS: '1' },
+      env: { ...process.env, PORT: String(this.port), DEMO_FAULTS: '1', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
@@ -42,9 +46,9 @@ export class AppProcess {
     return this.exited ?? Promise.resolve(null);
   }
 
-  async stop(): Promise<void> {
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGTERM');
+    this.child.kill(signal);
     await this.waitForExit();
   }
 
