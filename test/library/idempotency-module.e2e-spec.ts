@@ -208,6 +208,21 @@ describe('IdempotencyModule.forRootAsync with every option set', () => {
     expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ tenant_id: 'tenant-a', ttl: 3600 })]);
   });
 
+  it('stores and replays the allowlisted response headers, and only those', async () => {
+    const k = key();
+    const t = tag();
+    const headers = { 'x-request-key': k, 'x-test-tenant': 'tenant-a' };
+    const first = await request(app.getHttpServer()).post('/headers').set(headers).send({ tag: t }).expect(201);
+    const replay = await request(app.getHttpServer()).post('/headers').set(headers).send({ tag: t }).expect(201);
+    expect(first.headers['x-custom']).toBe(`custom-${first.body.id}`);
+    expect(first.headers['x-not-stored']).toBe(`volatile-${first.body.id}`);
+    expect(replay.headers['x-custom']).toBe(first.headers['x-custom']);
+    expect(replay.headers['x-not-stored']).toBeUndefined();
+    const [row] = await dataSource.query('SELECT response_headers FROM idempotency_keys WHERE idem_key = $1', [k]);
+    expect(Object.keys(row.response_headers).sort()).toEqual(['content-type', 'x-custom']);
+    expect(await effects(dataSource, t)).toEqual(['headers']);
+  });
+
   it('requires the configured header and enforces the configured length', async () => {
     const t = tag();
     const missing = await post({ tag: t }, { 'idempotency-key': key() });

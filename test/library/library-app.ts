@@ -9,6 +9,7 @@ import {
   Param,
   Post,
   Query,
+  Res,
   ValidationPipe,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -104,6 +105,15 @@ export class LibraryTestController {
   async crash(@Body() body: ThingDto) {
     await this.effects.record('crash', body.tag);
     throw new Error('a bug, not a decision');
+  }
+
+  @Post('headers')
+  @Idempotent()
+  async headers(@Body() body: ThingDto, @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void }) {
+    const id = await this.effects.record('headers', body.tag);
+    res.setHeader('x-custom', `custom-${id}`);
+    res.setHeader('x-not-stored', `volatile-${id}`);
+    return { id };
   }
 
   @Get('plain')
