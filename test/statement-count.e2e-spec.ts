@@ -48,7 +48,7 @@ describe('statements per request', () => {
     const replay = await countStatements(post);
 
     // START TRANSACTION, claim (with its lock timeout), SAVEPOINT, INSERT order, UPDATE key, COMMIT
-    expect(create).toEqual(['START', 'WITH', 'SAVEPOINT', 'INSERT', 'UPDATE', 'COMMIT']);
+    expect(create).toEqual(['START', 'WITH', 'SAVEPOINT', 'INSERT', 'WITH', 'COMMIT']);
     // START TRANSACTION, claim-or-read, COMMIT
     expect(replay).toEqual(['START', 'WITH', 'COMMIT']);
     // eslint-disable-next-line no-console

@@ -34,6 +34,22 @@ export class IdempotencyKeyEntity {
   @Column({ name: 'response_body', type: 'bytea', nullable: true })
   responseBody: Buffer | null;
 
+  /** Phased mode: the last committed recovery point (`finished` once completed). */
+  @Column({ name: 'recovery_point', type: 'text', nullable: true })
+  recoveryPoint: string | null;
+
+  /** Phased mode: what each committed recovery point recorded, by name. */
+  @Column({ name: 'step_state', type: 'jsonb', nullable: true })
+  stepState: Record<string, unknown> | null;
+
+  /** Phased mode: until when the current attempt holds the key. */
+  @Column({ name: 'locked_until', type: 'timestamptz', nullable: true })
+  lockedUntil: Date | null;
+
+  /** Phased mode: the attempt holding the lease; every phase commit is fenced by it. */
+  @Column({ name: 'lease_owner', type: 'uuid', nullable: true })
+  leaseOwner: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

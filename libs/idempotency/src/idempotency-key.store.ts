@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import type { QueryRunner } from 'typeorm';
 import type { StoredResponse } from './idempotency.options';
 
 /** Identifies one key: the primary key of `idempotency_keys`. */
@@ -16,10 +15,17 @@ export interface ExistingKey {
   status: 'in_progress' | 'completed';
   requestHash: string;
   expired: boolean;
+  /** Phased mode: whole seconds left on a live lease (undefined when there is none). */
+  leaseSecondsLeft?: number;
   response?: StoredResponse;
 }
 
 export type ClaimResult = { claimed: true } | { claimed: false; existing?: ExistingKey };
+
+/** Phased mode: a claimed lease and what the earlier attempts committed. */
+export type LeaseClaim =
+  | { claimed: true; recoveryPoint: string | null; stepState: Record<string, unknown> }
+  | { claimed: false };
 
 interface KeyRow {
   claimed: boolean;
@@ -29,25 +35,31 @@ interface KeyRow {
   response_headers: Record<string, string> | null;
   response_body: Buffer | null;
   expired: boolean;
+  lease_seconds_left: number | null;
 }
 
 const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, response_body,
-  expires_at <= now() AS expired`;
+  expires_at <= now() AS expired,
+  CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
+    AS lease_seconds_left`;
+
+const KEY_MATCHES = 'tenant_id = $1 AND endpoint = $2 AND idem_key = $3';
 
 /**
- * Every statement the library sends about keys lives here. Each runs on the transaction the
- * interceptor opened, so the claim, the handler's writes and the recorded response commit
- * (or vanish) together.
+ * Every statement the library sends about keys lives here. Statements run on the current
+ * transaction when there is one (`txHost.tx`), so the claim, the handler's writes and the
+ * recorded response commit (or vanish) together; the phased mode's lease statements run on
+ * their own, each committing at once.
  */
 @Injectable()
 export class IdempotencyKeyStore {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /**
-   * Inserts the `in_progress` claim; on conflict returns the existing row in the same round
-   * trip. The unique primary key decides between racing processes, not process memory.
-   * `existing` is absent when the twin committed after this statement's snapshot was taken
-   * (it waited on the twin's lock): call `read` then.
+   * Atomic mode. Inserts the `in_progress` claim; on conflict returns the existing row in the
+   * same round trip. The unique primary key decides between racing processes, not process
+   * memory. `existing` is absent when the twin committed after this statement's snapshot was
+   * taken (it waited on the twin's lock): call `read` then.
    *
    * The wait behind an uncommitted twin is bounded by `lock_timeout`, set for this transaction
    * by `set_config(..., true)` in the row source: it runs before the insert looks for a
@@ -59,7 +71,7 @@ export class IdempotencyKeyStore {
     ttlSeconds: number,
     lockTimeoutMs: number,
   ): Promise<ClaimResult> {
-    const rows: KeyRow[] = await this.runner().query(
+    const rows: KeyRow[] = await this.query(
       `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
@@ -68,12 +80,13 @@ export class IdempotencyKeyStore {
          RETURNING true AS claimed
        )
        SELECT claimed, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
-              NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired
+              NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired,
+              NULL::integer AS lease_seconds_left
          FROM claim
        UNION ALL
        SELECT false, ${SELECT_COLUMNS}
          FROM idempotency_keys
-        WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3`,
+        WHERE ${KEY_MATCHES}`,
       [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
     );
     const row = rows[0];
@@ -82,12 +95,53 @@ export class IdempotencyKeyStore {
     return { claimed: false, existing: toExistingKey(row) };
   }
 
-  /** Reads the row that beat this transaction's claim. */
+  /**
+   * Phased mode. Claims a new key with a lease, or takes over an abandoned one: only an
+   * `in_progress` row whose lease ran out, with the same fingerprint and within its time to
+   * live. One conditional statement, so two retries racing for one expired lease cannot both
+   * win: the second re-checks the row after the first updated it, and sees a live lease.
+   */
+  async claimLease(
+    id: KeyId,
+    requestHash: string,
+    ttlSeconds: number,
+    leaseSeconds: number,
+    owner: string,
+    lockTimeoutMs: number,
+  ): Promise<LeaseClaim> {
+    const rows: { recovery_point: string | null; step_state: Record<string, unknown> | null }[] =
+      await this.query(
+        `INSERT INTO idempotency_keys AS k (tenant_id, endpoint, idem_key, request_hash, status,
+                expires_at, locked_until, lease_owner, step_state)
+         SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5),
+                now() + make_interval(secs => $6), $7, '{}'::jsonb
+           FROM (SELECT set_config('lock_timeout', $8, true)) AS bounded_wait
+         ON CONFLICT (tenant_id, endpoint, idem_key) DO UPDATE
+            SET locked_until = EXCLUDED.locked_until, lease_owner = EXCLUDED.lease_owner,
+                updated_at = now()
+          WHERE k.status = 'in_progress' AND k.locked_until <= now()
+            AND k.request_hash = EXCLUDED.request_hash AND k.expires_at > now()
+         RETURNING k.recovery_point, k.step_state`,
+        [
+          id.tenantId,
+          id.scope,
+          id.key,
+          requestHash,
+          ttlSeconds,
+          leaseSeconds,
+          owner,
+          `${Math.trunc(lockTimeoutMs)}ms`,
+        ],
+      );
+    const row = rows[0];
+    if (!row) return { claimed: false };
+    return { claimed: true, recoveryPoint: row.recovery_point, stepState: row.step_state ?? {} };
+  }
+
+  /** Reads the row that beat this claim. */
   async read(id: KeyId): Promise<ExistingKey | undefined> {
-    const rows: KeyRow[] = await this.runner().query(
-      `SELECT false AS claimed, ${SELECT_COLUMNS}
-         FROM idempotency_keys
-        WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3`,
+    const rows: KeyRow[] = await this.query(
+      `SELECT false AS claimed, ${SELECT_COLUMNS} FROM idempotency_keys WHERE ${KEY_MATCHES}`,
       [id.tenantId, id.scope, id.key],
     );
     return rows[0] ? toExistingKey(rows[0]) : undefined;
@@ -95,43 +149,89 @@ export class IdempotencyKeyStore {
 
   /** Removes a row past its time to live, so the key can be claimed as new. */
   async deleteExpired(id: KeyId): Promise<void> {
-    await this.runner().query(
-      `DELETE FROM idempotency_keys
-        WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3 AND expires_at <= now()`,
-      [id.tenantId, id.scope, id.key],
-    );
+    await this.query(`DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND expires_at <= now()`, [
+      id.tenantId,
+      id.scope,
+      id.key,
+    ]);
   }
 
-  /** Records the exact response; it commits with the handler's writes. */
+  /** Atomic mode: records the exact response; it commits with the handler's writes. */
   async complete(id: KeyId, response: StoredResponse): Promise<void> {
-    const result = await this.runner().query(
+    const updated = await this.countUpdated(
       `UPDATE idempotency_keys
           SET status = 'completed', response_code = $4, response_headers = $5,
               response_body = $6, updated_at = now()
-        WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3 AND status = 'in_progress'`,
+        WHERE ${KEY_MATCHES} AND status = 'in_progress'`,
       [id.tenantId, id.scope, id.key, response.statusCode, response.headers, response.body],
-      true,
     );
-    if (result.affected !== 1) {
-      throw new Error('idempotency key vanished before its response was recorded');
-    }
+    if (updated !== 1) throw new Error('idempotency key vanished before its response was recorded');
+  }
+
+  /**
+   * Phased mode: records a recovery point and its result, and renews the lease. Fenced by the
+   * lease owner: false when another attempt took the key over, and the caller's transaction
+   * must then roll back its step.
+   */
+  async recordStep(
+    id: KeyId,
+    owner: string,
+    step: string,
+    result: unknown,
+    leaseSeconds: number,
+  ): Promise<boolean> {
+    const updated = await this.countUpdated(
+      `UPDATE idempotency_keys
+          SET recovery_point = $5,
+              step_state = step_state || jsonb_build_object($5::text, $6::jsonb),
+              locked_until = now() + make_interval(secs => $7), updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+      [id.tenantId, id.scope, id.key, owner, step, JSON.stringify(result ?? null), leaseSeconds],
+    );
+    return updated === 1;
+  }
+
+  /** Phased mode: records the final response, fenced by the lease owner. */
+  async completeLease(id: KeyId, owner: string, response: StoredResponse): Promise<boolean> {
+    const updated = await this.countUpdated(
+      `UPDATE idempotency_keys
+          SET status = 'completed', recovery_point = 'finished', response_code = $5,
+              response_headers = $6, response_body = $7, locked_until = NULL, updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+      [id.tenantId, id.scope, id.key, owner, response.statusCode, response.headers, response.body],
+    );
+    return updated === 1;
+  }
+
+  /** Phased mode: ends the lease now, so a retry after a transient failure resumes at once. */
+  async releaseLease(id: KeyId, owner: string): Promise<void> {
+    await this.query(
+      `UPDATE idempotency_keys SET locked_until = now(), updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+      [id.tenantId, id.scope, id.key, owner],
+    );
   }
 
   /** Marks where a stored failure rolls the handler's writes back to, keeping the claim. */
   async savepoint(): Promise<void> {
-    await this.runner().query('SAVEPOINT idempotency_handler');
+    await this.query('SAVEPOINT idempotency_handler');
   }
 
   async rollbackToSavepoint(): Promise<void> {
-    await this.runner().query('ROLLBACK TO SAVEPOINT idempotency_handler');
+    await this.query('ROLLBACK TO SAVEPOINT idempotency_handler');
   }
 
-  private runner(): QueryRunner {
-    const runner = this.txHost.tx.queryRunner;
-    if (!runner || !runner.isTransactionActive) {
-      throw new Error('IdempotencyKeyStore used outside the idempotency transaction');
-    }
-    return runner;
+  private query<T = unknown>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return this.txHost.tx.query(sql, params);
+  }
+
+  /** Row count of an UPDATE, as a SELECT so the driver's result has one shape. */
+  private async countUpdated(update: string, params: unknown[]): Promise<number> {
+    const rows = await this.query<{ updated: number }>(
+      `WITH changed AS (${update} RETURNING 1) SELECT count(*)::integer AS updated FROM changed`,
+      params,
+    );
+    return rows[0]?.updated ?? 0;
   }
 }
 
@@ -140,6 +240,7 @@ function toExistingKey(row: KeyRow): ExistingKey {
     status: row.status ?? 'in_progress',
     requestHash: row.request_hash ?? '',
     expired: row.expired,
+    leaseSecondsLeft: row.lease_seconds_left ?? undefined,
     response:
       row.status === 'completed' && row.response_code !== null
         ? {

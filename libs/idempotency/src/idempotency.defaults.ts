@@ -34,6 +34,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     lockTimeoutMs: options.lockTimeoutMs ?? 2000,
     ttlSeconds: options.ttlSeconds ?? 86_400,
     retryAfterSeconds: options.retryAfterSeconds ?? 1,
+    leaseSeconds: options.leaseSeconds ?? 60,
     tenantResolver: options.tenantResolver ?? principalTenantResolver,
     shouldStore: options.shouldStore ?? defaultShouldStore,
     storedHeaders: ['content-type', 'location', ...(options.storedHeaders ?? [])].map((h) =>
@@ -48,6 +49,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
   assertPositiveInteger('ttlSeconds', resolved.ttlSeconds);
   assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
+  assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);
   return resolved;
 }
 

@@ -1,8 +1,10 @@
 import { Module } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
+import { AtomicRunner } from './atomic/atomic.runner';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { PhasedRunner } from './phased/phased.runner';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -17,8 +19,12 @@ import {
   providers: [
     { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
     IdempotencyKeyStore,
+    AtomicRunner,
+    PhasedRunner,
     IdempotencyInterceptor,
   ],
-  exports: [IDEMPOTENCY_OPTIONS, IdempotencyKeyStore, IdempotencyInterceptor],
+  // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
+  // must be visible there.
+  exports: [IDEMPOTENCY_OPTIONS, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule extends ConfigurableIdempotencyModule {}

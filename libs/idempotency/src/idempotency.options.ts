@@ -43,6 +43,12 @@ export interface IdempotencyModuleOptions {
   /** `Retry-After` sent with 409 responses. Default 1 s. */
   retryAfterSeconds?: number;
   /**
+   * Phased routes: how long a claim stays locked to its attempt before a retry may take it
+   * over. Default 60 s. Keep it well above the handler's p99 latency: a retry that takes over
+   * a lease from an attempt that is only slow runs the remaining phases a second time.
+   */
+  leaseSeconds?: number;
+  /**
    * Who owns a key. Default: the authenticated principal at `request.user`
    * (`tenantId`, else `id`, else `sub`); no principal means one shared anonymous scope.
    * Never read a client-controlled header here unless you authenticate it.
@@ -72,6 +78,14 @@ export interface IdempotentOptions {
   required?: boolean;
   /** Overrides the module's time to live for this route. */
   ttlSeconds?: number;
+  /**
+   * Phased mode: the claim commits first with a lease, and the handler advances through
+   * recovery points (`@Phases()`), each committed on its own. For handlers that call other
+   * systems. A phased route always requires a key. Default false (atomic mode).
+   */
+  phased?: boolean;
+  /** Phased mode: overrides the module's lease for this route. */
+  leaseSeconds?: number;
   /**
    * Names the key space. Default: the method and route pattern, e.g. `POST /v1/orders`.
    * Give two routes one scope only when one key must never be used on both.

@@ -10,7 +10,8 @@ import type { IdempotentOptions } from './idempotency.options';
  */
 export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
   return applyDecorators(
-    SetMetadata(IDEMPOTENT_ROUTE, { required: true, ...options }),
+    // A phased attempt must be resumable by its retry, which needs the key.
+    SetMetadata(IDEMPOTENT_ROUTE, { ...options, required: options.phased ? true : (options.required ?? true) }),
     UseInterceptors(IdempotencyInterceptor),
   );
 }

@@ -1,6 +1,10 @@
 export { IdempotencyModule } from './idempotency.module';
 export { IDEMPOTENCY_ASYNC_OPTIONS_TYPE, IDEMPOTENCY_OPTIONS_TYPE } from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
+export { Phases } from './phased/phases.decorator';
+export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
+export { LeaseLostError } from './phased/lease-lost.error';
+export { childKey } from './child-key';
 export type {
   IdempotencyModuleOptions,
   IdempotentOptions,
@@ -15,6 +19,7 @@ export { PROBLEM_CONTENT_TYPE, problemFromException, renderProblem, type Problem
 export { canonicalJson, requestFingerprint, type FingerprintInput } from './fingerprint';
 export { IdempotencyKeyEntity } from './idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
+export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
 
 /** Every migration the library ships, in order; spread it into your DataSource's `migrations`. */
 export { idempotencyMigrations } from './migrations';

@@ -1,0 +1,71 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { resolveExistingKey } from '../existing-key';
+import { settleHandler, UnstoredOutcome } from '../handler-outcome';
+import { httpResponse } from '../http-exchange';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { IdempotencyRejection } from '../idempotency.errors';
+import type { StoredResponse } from '../idempotency.options';
+import { IdempotencyKeyStore } from '../idempotency-key.store';
+import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
+import { isLockTimeout } from '../postgres-errors';
+
+/**
+ * The default mode: claim, handler writes and recorded response in ONE transaction. There is
+ * no state in which the effect exists without its key row, or the key row without the effect.
+ */
+@Injectable()
+export class AtomicRunner implements IdempotentRunner {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly store: IdempotencyKeyStore,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  async run(request: IdempotentRequest): Promise<Outcome> {
+    const { id, label } = request;
+    try {
+      return await this.txHost.withTransaction(async () => {
+        const replay = await this.claim(request);
+        if (replay) return { kind: 'replayed', response: replay };
+        await this.store.savepoint();
+        const response = await settleHandler(request.next, httpResponse(request.context), this.options, () =>
+          this.store.rollbackToSavepoint(),
+        );
+        await this.store.complete(id, response);
+        this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+        return { kind: 'executed', response };
+      });
+    } catch (error) {
+      if (isLockTimeout(error)) {
+        this.logger.debug(`key ${label} is held by a running request (lock timeout)`);
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      }
+      if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
+        this.logger.debug(`key ${label} released after a transient failure`);
+      }
+      throw error;
+    }
+  }
+
+  /** Claims the key (undefined) or returns the response to replay; throws rejections. */
+  private async claim(request: IdempotentRequest): Promise<StoredResponse | undefined> {
+    const { id, requestHash, route } = request;
+    const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const result = await this.store.claim(id, requestHash, ttlSeconds, this.options.lockTimeoutMs);
+      if (result.claimed) return undefined;
+      // The twin committed while this claim waited on it: read it with a fresh snapshot.
+      const existing = result.existing ?? (await this.store.read(id));
+      if (!existing) continue; // deleted in between (expiry cleanup): claim again
+      const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
+      if (resolution !== 'expired') return resolution;
+      await this.store.deleteExpired(id);
+    }
+    throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+  }
+}

@@ -1,0 +1,40 @@
+import { type CallHandler, HttpException } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
+import type { HttpResponseLike } from './http-exchange';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
+import type { StoredResponse } from './idempotency.options';
+import { captureFailure, captureResponse } from './stored-response';
+
+/** A successful response whose status the policy does not store: sent, never recorded. */
+export class UnstoredOutcome extends Error {
+  constructor(readonly response: StoredResponse) {
+    super('outcome not stored');
+  }
+}
+
+/**
+ * Runs the handler and decides what its outcome means for the key:
+ * - a result, or an HttpException the policy stores, becomes the response to record;
+ *   `beforeStoringFailure` runs first (the atomic mode rolls back to its savepoint there);
+ * - anything else is thrown: the caller releases the key.
+ * `next.handle()` binds the async context when called, so call this inside the transaction
+ * the handler must join.
+ */
+export async function settleHandler(
+  next: CallHandler,
+  response: HttpResponseLike,
+  options: ResolvedIdempotencyOptions,
+  beforeStoringFailure: () => Promise<void> = async () => undefined,
+): Promise<StoredResponse> {
+  let captured: StoredResponse;
+  try {
+    const value = await lastValueFrom(next.handle(), { defaultValue: undefined });
+    captured = captureResponse(value, response, options.storedHeaders);
+  } catch (error) {
+    if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
+    await beforeStoringFailure();
+    return captureFailure(error, options.renderException(error), response, options.storedHeaders);
+  }
+  if (!options.shouldStore(captured.statusCode)) throw new UnstoredOutcome(captured);
+  return captured;
+}

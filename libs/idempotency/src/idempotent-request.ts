@@ -1,0 +1,24 @@
+import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import type { IdempotentOptions, StoredResponse } from './idempotency.options';
+import type { KeyId } from './idempotency-key.store';
+
+/** One request on an idempotent route, after its key, tenant and fingerprint are known. */
+export interface IdempotentRequest {
+  context: ExecutionContext;
+  next: CallHandler;
+  route: IdempotentOptions;
+  id: KeyId;
+  requestHash: string;
+  /** Short hash of the key for logs; raw keys never reach a log line. */
+  label: string;
+}
+
+/** How a request on a claimed or taken key ended. */
+export type Outcome =
+  | { kind: 'executed'; response: StoredResponse }
+  | { kind: 'replayed'; response: StoredResponse };
+
+/** Runs a request under one execution mode (atomic or phased). */
+export interface IdempotentRunner {
+  run(request: IdempotentRequest): Promise<Outcome>;
+}

@@ -1,0 +1,107 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { childKey } from '../child-key';
+import type { IdempotencyKeyStore, KeyId } from '../idempotency-key.store';
+import { LeaseLostError } from './lease-lost.error';
+
+/** What a phased request needs to record its recovery points. */
+export interface PhasesContext {
+  id: KeyId;
+  owner: string;
+  leaseSeconds: number;
+  childKeyHeader: string;
+  recoveryPoint: string | null;
+  stepState: Record<string, unknown>;
+  store: IdempotencyKeyStore;
+  txHost: TransactionHost<TransactionalAdapterTypeOrm>;
+}
+
+/** Options of `phases.fetch`: a fetch `RequestInit` plus a timeout. */
+export interface PhaseFetchInit extends RequestInit {
+  /** Aborts the call after this many milliseconds (a transient failure: the lease is released). */
+  timeoutMs?: number;
+}
+
+/**
+ * The handler's side of a phased request (inject it with `@Phases()`). The handler runs from
+ * the top on every attempt; each recovery point that an earlier attempt committed returns what
+ * it recorded instead of running again. So call the phases in the same order every time, give
+ * each a unique name, and let them return plain JSON (what you get back is the JSON copy, on
+ * the first attempt as on a resumed one).
+ */
+export class IdempotentPhases {
+  private readonly committed: Record<string, unknown>;
+  private lastPoint: string | null;
+
+  constructor(private readonly context: PhasesContext) {
+    this.committed = { ...context.stepState };
+    this.lastPoint = context.recoveryPoint;
+  }
+
+  /** The last recovery point committed for this key (`null` before the first). */
+  get recoveryPoint(): string | null {
+    return this.lastPoint;
+  }
+
+  /** True when an earlier attempt had committed recovery points: this one resumes. */
+  get resumed(): boolean {
+    return this.context.recoveryPoint !== null;
+  }
+
+  /**
+   * Runs `work` in a transaction and commits its writes together with the recovery point
+   * `name` and its result. Writes through `txHost.tx` join that transaction.
+   */
+  async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
+    if (name in this.committed) return this.committed[name] as T;
+    const recorded = await this.context.txHost.withTransaction(async () => {
+      const value = toJson(await work());
+      await this.record(name, value);
+      return value;
+    });
+    return this.remember(name, recorded) as T;
+  }
+
+  /**
+   * Runs `work` outside any transaction (a call to another system must not hold one open),
+   * then records its result as the recovery point `name`. A crash in between runs `work` again
+   * on the retry: make it idempotent downstream, with `childKey`/`fetch`.
+   */
+  async external<T>(name: string, work: () => Promise<T>): Promise<T> {
+    if (name in this.committed) return this.committed[name] as T;
+    const value = toJson(await work());
+    await this.record(name, value);
+    return this.remember(name, value) as T;
+  }
+
+  /** The key for the downstream call `step`: the same on every retry of this request. */
+  childKey(step: string): string {
+    const { tenantId, scope, key } = this.context.id;
+    return childKey(`${tenantId}\u0000${scope}\u0000${key}`, step);
+  }
+
+  /** `fetch` that sends `childKey(step)` as the downstream idempotency key (never ours). */
+  fetch(step: string, url: string | URL, init: PhaseFetchInit = {}): Promise<Response> {
+    const { timeoutMs, ...requestInit } = init;
+    const headers = new Headers(requestInit.headers);
+    headers.set(this.context.childKeyHeader, this.childKey(step));
+    const signal = timeoutMs === undefined ? requestInit.signal : AbortSignal.timeout(timeoutMs);
+    return fetch(url, { ...requestInit, headers, signal });
+  }
+
+  private async record(name: string, value: unknown): Promise<void> {
+    const { store, id, owner, leaseSeconds } = this.context;
+    if (!(await store.recordStep(id, owner, name, value, leaseSeconds))) throw new LeaseLostError(name);
+  }
+
+  private remember(name: string, value: unknown): unknown {
+    this.committed[name] = value;
+    this.lastPoint = name;
+    return value;
+  }
+}
+
+/** The JSON copy of a step's result: what is stored, and what a resumed attempt gets back. */
+function toJson(value: unknown): unknown {
+  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+}

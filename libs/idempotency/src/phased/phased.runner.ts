@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { resolveExistingKey } from '../existing-key';
+import { settleHandler } from '../handler-outcome';
+import { httpRequest, httpResponse } from '../http-exchange';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { IdempotencyRejection } from '../idempotency.errors';
+import type { StoredResponse } from '../idempotency.options';
+import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
+import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
+import { isLockTimeout } from '../postgres-errors';
+import { IdempotentPhases } from './idempotent-phases';
+import { LeaseLostError } from './lease-lost.error';
+import { PHASES } from './phases.decorator';
+
+type LeaseOrReplay =
+  | { claimed: true; lease: Extract<LeaseClaim, { claimed: true }> }
+  | { claimed: false; replay: StoredResponse };
+
+/**
+ * The phased mode, for handlers that call other systems: the claim commits first, with a
+ * lease; each phase commits its writes with its recovery point; the response is recorded last.
+ * A crash leaves the key `in_progress` with the recovery points it reached: once the lease runs
+ * out, a retry with the same request takes it over and resumes from there.
+ */
+@Injectable()
+export class PhasedRunner implements IdempotentRunner {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly store: IdempotencyKeyStore,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  async run(request: IdempotentRequest): Promise<Outcome> {
+    const { id, label, route } = request;
+    const owner = randomUUID();
+    const leaseSeconds = route.leaseSeconds ?? this.options.leaseSeconds;
+    const claim = await this.claim(request, owner, leaseSeconds);
+    if (!claim.claimed) return { kind: 'replayed', response: claim.replay };
+    if (claim.lease.recoveryPoint) {
+      this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
+    }
+
+    const phases = new IdempotentPhases({
+      id,
+      owner,
+      leaseSeconds,
+      childKeyHeader: this.options.headerName,
+      recoveryPoint: claim.lease.recoveryPoint,
+      stepState: claim.lease.stepState,
+      store: this.store,
+      txHost: this.txHost,
+    });
+    (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
+    try {
+      const response = await settleHandler(request.next, httpResponse(request.context), this.options);
+      if (!(await this.store.completeLease(id, owner, response))) throw new LeaseLostError('finished');
+      this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+      return { kind: 'executed', response };
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        this.logger.warn(`key ${label}: ${error.message}; another attempt owns it now`);
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      }
+      // Transient (or not stored): the recovery points stay, the lease ends now, so the
+      // client's retry resumes at once instead of waiting for the lease to run out.
+      await this.store.releaseLease(id, owner).catch((releaseError: unknown) => {
+        this.logger.warn(`key ${label}: could not release the lease (${String(releaseError)})`);
+      });
+      this.logger.debug(`key ${label} released its lease after a failure`);
+      throw error;
+    }
+  }
+
+  private async claim(
+    request: IdempotentRequest,
+    owner: string,
+    leaseSeconds: number,
+  ): Promise<LeaseOrReplay> {
+    const { id, requestHash, route } = request;
+    const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      let lease: LeaseClaim;
+      try {
+        lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
+      } catch (error) {
+        if (isLockTimeout(error)) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+        throw error;
+      }
+      if (lease.claimed) return { claimed: true, lease };
+      const existing = await this.store.read(id);
+      if (!existing) continue;
+      const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
+      if (resolution !== 'expired') return { claimed: false, replay: resolution };
+      await this.store.deleteExpired(id);
+    }
+    throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+  }
+}
