@@ -14,12 +14,13 @@ export class AppProcess {
 
   private constructor(
     readonly port: number,
-    private readonly env: NodeJS.ProcessEnv,
+    private env: NodeJS.ProcessEnv,
+    readonly providerPort: number,
   ) {}
 
   /** `env` is added to the child's environment; `DATABASE_URL: undefined` means embedded. */
   static async start(env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() }): Promise<AppProcess> {
-    const app = new AppProcess(await findFreePort(), env);
+    const app = new AppProcess(await findFreePort(), env, await findFreePort());
     await app.start();
     return app;
   }
@@ -28,10 +29,24 @@ export class AppProcess {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<void> {
+  get providerUrl(): string {
+    return `http://127.0.0.1:${this.providerPort}`;
+  }
+
+  /** Starts (or restarts) the process; `env` replaces the environment given at creation. */
+  async start(env?: NodeJS.ProcessEnv): Promise<void> {
+    if (env) this.env = env;
     if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
     const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, PORT: String(this.port), DEMO_FAULTS: '1', ...this.env },
+      // Each process runs its own card processor stub; all stubs share one database schema,
+      // so together they behave as one provider.
+      env: {
+        ...process.env,
+        PORT: String(this.port),
+        PROVIDER_PORT: String(this.providerPort),
+        DEMO_FAULTS: '1',
+        ...this.env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;

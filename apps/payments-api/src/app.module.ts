@@ -12,6 +12,8 @@ import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interce
 import { HealthController } from './health/health.controller';
 import { Order } from './orders/order.entity';
 import { OrdersModule } from './orders/orders.module';
+import { Payment } from './payments/payment.entity';
+import { PaymentsModule } from './payments/payments.module';
 import { ProblemDetailsFilter } from './problems/problem-details.filter';
 
 @Module({})
@@ -24,7 +26,7 @@ export class AppModule {
         TypeOrmModule.forRoot({
           type: 'postgres',
           url: config.databaseUrl,
-          entities: [Order, IdempotencyKeyEntity],
+          entities: [Order, Payment, IdempotencyKeyEntity],
           migrations: paymentsApiMigrations,
           // Room for the concurrency tests: duplicates hold a connection while they wait.
           extra: { max: 20 },
@@ -39,8 +41,9 @@ export class AppModule {
             }),
           ],
         }),
-        IdempotencyModule.forRoot({}),
+        IdempotencyModule.forRoot({ leaseSeconds: config.leaseSeconds }),
         OrdersModule,
+        PaymentsModule,
       ],
       controllers: [HealthController],
       providers: [

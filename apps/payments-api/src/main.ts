@@ -2,24 +2,34 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
+import { startProviderStub } from '../../provider-stub/src/provider-stub.app';
 import { AppModule } from './app.module';
 import { setUpApp } from './app.setup';
+import { configFromEnv, positiveInteger } from './config';
 import { resolveDatabaseUrl } from './database/database-url';
 import { runMigrations } from './database/run-migrations';
 
 async function bootstrap(): Promise<void> {
   const logger = new Logger('PaymentsApi');
+  const env = process.env;
   const databaseUrl = await resolveDatabaseUrl(logger);
-  const app = await NestFactory.create(
-    AppModule.register({ databaseUrl, demoFaults: process.env.DEMO_FAULTS === '1' }),
-    { bodyParser: false },
-  );
+  // One command starts the whole demo: the card processor stub runs beside the API unless
+  // PROVIDER_URL points at another one.
+  const providerUrl =
+    env.PROVIDER_URL ??
+    (await startProviderStub({
+      databaseUrl,
+      demoFaults: env.DEMO_FAULTS === '1',
+      port: positiveInteger(env, 'PROVIDER_PORT', 3001),
+    }));
+  const config = configFromEnv(env, databaseUrl, providerUrl);
+  const app = await NestFactory.create(AppModule.register(config), { bodyParser: false });
   setUpApp(app);
   await runMigrations(app.get(DataSource));
-  const port = Number(process.env.PORT ?? 3000);
+  const port = positiveInteger(env, 'PORT', 3000);
   await app.listen(port);
-  logger.log(`payments API listening on http://localhost:${port}`);
-  if (process.env.DEMO_FAULTS === '1') logger.warn('DEMO_FAULTS=1: X-Demo-Fault is honoured');
+  logger.log(`payments API listening on http://localhost:${port}, card processor at ${providerUrl}`);
+  if (config.demoFaults) logger.warn('DEMO_FAULTS=1: X-Demo-Fault is honoured');
 }
 
 bootstrap().catch((error: unknown) => {

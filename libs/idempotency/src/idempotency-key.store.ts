@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { StoredResponse } from './idempotency.options';
+import { TransactionHostRef } from './transaction-host.ref';
 
 /** Identifies one key: the primary key of `idempotency_keys`. */
 export interface KeyId {
@@ -53,7 +52,7 @@ const KEY_MATCHES = 'tenant_id = $1 AND endpoint = $2 AND idem_key = $3';
  */
 @Injectable()
 export class IdempotencyKeyStore {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly transactions: TransactionHostRef) {}
 
   /**
    * Atomic mode. Inserts the `in_progress` claim; on conflict returns the existing row in the
@@ -222,7 +221,7 @@ export class IdempotencyKeyStore {
   }
 
   private query<T = unknown>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return this.txHost.tx.query(sql, params);
+    return this.transactions.host.tx.query(sql, params);
   }
 
   /** Row count of an UPDATE, as a SELECT so the driver's result has one shape. */

@@ -24,8 +24,10 @@ export const principalTenantResolver: TenantResolver = (context: ExecutionContex
   return tenant === undefined || tenant === null ? undefined : String(tenant);
 };
 
-export type ResolvedIdempotencyOptions = Required<Omit<IdempotencyModuleOptions, 'onReplay'>> &
-  Pick<IdempotencyModuleOptions, 'onReplay'>;
+export type ResolvedIdempotencyOptions = Required<
+  Omit<IdempotencyModuleOptions, 'onReplay' | 'transactionConnectionName'>
+> &
+  Pick<IdempotencyModuleOptions, 'onReplay' | 'transactionConnectionName'>;
 
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const resolved: ResolvedIdempotencyOptions = {
@@ -43,6 +45,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     fingerprintHeaders: (options.fingerprintHeaders ?? []).map((h) => h.toLowerCase()),
     markReplays: options.markReplays ?? false,
     onReplay: options.onReplay,
+    transactionConnectionName: options.transactionConnectionName,
     renderException: options.renderException ?? renderProblem,
   };
   assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);

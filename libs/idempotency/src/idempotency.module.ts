@@ -5,6 +5,7 @@ import { AtomicRunner } from './atomic/atomic.runner';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
 import { PhasedRunner } from './phased/phased.runner';
+import { TransactionHostRef } from './transaction-host.ref';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -18,6 +19,7 @@ import {
 @Module({
   providers: [
     { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
+    TransactionHostRef,
     IdempotencyKeyStore,
     AtomicRunner,
     PhasedRunner,
@@ -25,6 +27,6 @@ import {
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule extends ConfigurableIdempotencyModule {}

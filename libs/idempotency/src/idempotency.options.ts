@@ -68,6 +68,11 @@ export interface IdempotencyModuleOptions {
   markReplays?: boolean;
   /** Called before a replay is sent; may add headers. */
   onReplay?: (replay: ReplayContext) => void | Promise<void>;
+  /**
+   * The `connectionName` given to `ClsPluginTransactional`, when the app names its
+   * transactional connection (several data sources). Default: the unnamed one.
+   */
+  transactionConnectionName?: string;
   /** Renders an HttpException that is stored. Default: RFC 9457 problem details. */
   renderException?: (exception: HttpException) => RenderedException;
 }

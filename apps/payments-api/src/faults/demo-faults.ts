@@ -11,6 +11,21 @@ interface FaultyRequest {
   [CRASH_AFTER_COMMIT]?: boolean;
 }
 
+export interface PaymentFaults {
+  /** Die right after the `created` recovery point commits. */
+  crashBeforeCharge: boolean;
+  /** Die after the provider charged, before the charge is recorded. */
+  crashAfterCharge: boolean;
+  /** The provider commits the charge, but its answer comes after our timeout. */
+  providerTimeout: boolean;
+}
+
+/** Dies at once, like `kill -9`: no shutdown hook, no response, no rollback of what committed. */
+export function crashNow(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+}
+
 /**
  * Fault injection for the tests, on `X-Demo-Fault`, only with `DEMO_FAULTS=1`. The header is
  * never part of the fingerprint, so a retry without it replays the faulted request.
@@ -35,6 +50,16 @@ export class DemoFaults {
   /** `crash-after-commit`: armed by the handler, fired by CrashAfterCommitInterceptor. */
   armCrashAfterCommit(request: FaultyRequest): void {
     if (this.fault(request) === 'crash-after-commit') request[CRASH_AFTER_COMMIT] = true;
+  }
+
+  /** The faults of a payment request: where in its phases it should fail. */
+  paymentFaults(request: FaultyRequest): PaymentFaults {
+    const fault = this.fault(request);
+    return {
+      crashBeforeCharge: fault === 'crash-before-charge',
+      crashAfterCharge: fault === 'crash-after-charge',
+      providerTimeout: fault === 'provider-timeout',
+    };
   }
 
   private fault(request: FaultyRequest): string | undefined {

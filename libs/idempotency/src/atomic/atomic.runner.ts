@@ -1,6 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
 import { httpResponse } from '../http-exchange';
@@ -11,6 +9,7 @@ import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { isLockTimeout } from '../postgres-errors';
+import { TransactionHostRef } from '../transaction-host.ref';
 
 /**
  * The default mode: claim, handler writes and recorded response in ONE transaction. There is
@@ -23,13 +22,13 @@ export class AtomicRunner implements IdempotentRunner {
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyKeyStore,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly transactions: TransactionHostRef,
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
     const { id, label } = request;
     try {
-      return await this.txHost.withTransaction(async () => {
+      return await this.transactions.host.withTransaction(async () => {
         const replay = await this.claim(request);
         if (replay) return { kind: 'replayed', response: replay };
         await this.store.savepoint();

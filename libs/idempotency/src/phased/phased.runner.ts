@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler } from '../handler-outcome';
 import { httpRequest, httpResponse } from '../http-exchange';
@@ -12,6 +10,7 @@ import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { isLockTimeout } from '../postgres-errors';
+import { TransactionHostRef } from '../transaction-host.ref';
 import { IdempotentPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
 import { PHASES } from './phases.decorator';
@@ -33,7 +32,7 @@ export class PhasedRunner implements IdempotentRunner {
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyKeyStore,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly transactions: TransactionHostRef,
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
@@ -54,7 +53,7 @@ export class PhasedRunner implements IdempotentRunner {
       recoveryPoint: claim.lease.recoveryPoint,
       stepState: claim.lease.stepState,
       store: this.store,
-      txHost: this.txHost,
+      txHost: this.transactions.host,
     });
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
     try {

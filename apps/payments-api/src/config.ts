@@ -1,0 +1,20 @@
+import type { AppConfig } from './app.config';
+
+/** The demo's environment, with its defaults. `providerUrl` is resolved by main.ts. */
+export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, providerUrl: string): AppConfig {
+  return {
+    databaseUrl,
+    demoFaults: env.DEMO_FAULTS === '1',
+    providerUrl,
+    providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 5000),
+    leaseSeconds: positiveInteger(env, 'IDEMPOTENCY_LEASE_SECONDS', 60),
+  };
+}
+
+export function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}

@@ -1,0 +1,59 @@
+import { type DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { IdempotencyKeyEntity, IdempotencyModule } from 'nestjs-pg-idempotency';
+import { providerStubMigrations } from '../../../migrations';
+import { ProblemDetailsFilter } from '../../payments-api/src/problems/problem-details.filter';
+import { Charge } from './charges/charge.entity';
+import { ChargesController } from './charges/charges.controller';
+import { ProviderHealthController } from './provider-health.controller';
+import { PROVIDER_STUB_CONNECTION, PROVIDER_STUB_SCHEMA } from './provider-stub.connection';
+import { SlowAnswerInterceptor } from './slow-answer.interceptor';
+
+export interface ProviderStubConfig {
+  databaseUrl: string;
+  demoFaults: boolean;
+}
+
+@Module({})
+export class ProviderStubModule {
+  static register(config: ProviderStubConfig): DynamicModule {
+    return {
+      module: ProviderStubModule,
+      imports: [
+        TypeOrmModule.forRoot({
+          name: PROVIDER_STUB_CONNECTION,
+          type: 'postgres',
+          url: config.databaseUrl,
+          entities: [Charge, IdempotencyKeyEntity],
+          migrations: providerStubMigrations,
+          // Unqualified names (ours and the library's) resolve to the stub's own schema.
+          extra: { options: `-c search_path=${PROVIDER_STUB_SCHEMA}` },
+        }),
+        ClsModule.forRoot({
+          global: true,
+          plugins: [
+            new ClsPluginTransactional({
+              connectionName: PROVIDER_STUB_CONNECTION,
+              imports: [TypeOrmModule],
+              adapter: new TransactionalAdapterTypeOrm({
+                dataSourceToken: getDataSourceToken(PROVIDER_STUB_CONNECTION),
+              }),
+            }),
+          ],
+        }),
+        // The stub has no accounts: one anonymous key space, like a single merchant.
+        IdempotencyModule.forRoot({ transactionConnectionName: PROVIDER_STUB_CONNECTION }),
+      ],
+      controllers: [ChargesController, ProviderHealthController],
+      providers: [
+        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        { provide: APP_INTERCEPTOR, useValue: new SlowAnswerInterceptor(config.demoFaults) },
+        { provide: APP_PIPE, useValue: new ValidationPipe({ transform: true, whitelist: true, forbidNonWhitelisted: true }) },
+      ],
+    };
+  }
+}
