@@ -19,12 +19,13 @@ export class PaymentsController {
   @Post()
   @HttpCode(201)
   @Idempotent({ phased: true })
-  capture(
+  async capture(
     @Tenant() tenantId: string,
     @Body() dto: CreatePaymentDto,
     @Phases() phases: IdempotentPhases,
     @Req() request: HttpRequest,
   ): Promise<PaymentView> {
+    await this.faults.delayIfAsked(request);
     return this.payments.capture(tenantId, dto, phases, this.faults.paymentFaults(request));
   }
 

@@ -1,0 +1,189 @@
+import { childKey } from 'nestjs-pg-idempotency';
+import { AppProcess } from './support/app-process';
+import { TestDatabase } from './support/database';
+import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from './support/http';
+import { providerCharges } from './support/provider';
+import { databaseUrl } from './support/test-app';
+
+const LEASE_SECONDS = 2;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * POST /v1/payments, phased, against the provider stub, in real processes that the faults
+ * kill. Every test counts the charges the provider recorded, and the rows.
+ */
+describe('POST /v1/payments (phased, real processes, provider stub)', () => {
+  let app: AppProcess;
+  let db: TestDatabase;
+  const env = { DATABASE_URL: databaseUrl(), IDEMPOTENCY_LEASE_SECONDS: String(LEASE_SECONDS) };
+
+  beforeAll(async () => {
+    db = new TestDatabase();
+    app = await AppProcess.start(env);
+  });
+  afterAll(async () => {
+    await app.stop();
+    await db.close();
+  });
+
+  async function newOrder(): Promise<string> {
+    const res = await postRaw(app.url, '/v1/orders', JSON.stringify({ customerId: uniqueCustomer(), amountCents: 5000 }), {
+      authorization: ACME.authorization,
+      'idempotency-key': uniqueKey(),
+    });
+    expect(res.status).toBe(201);
+    return JSON.parse(res.text).id;
+  }
+
+  const pay = (key: string, orderId: string, amountCents: number, fault?: string): Promise<RawResponse> =>
+    postRaw(app.url, '/v1/payments', JSON.stringify({ orderId, amountCents }), {
+      authorization: ACME.authorization,
+      'idempotency-key': key,
+      ...(fault ? { 'x-demo-fault': fault } : {}),
+    });
+
+  const paymentsOf = (orderId: string) =>
+    db.query<{ id: string; status: string; provider_charge_id: string | null }>(
+      'SELECT id, status, provider_charge_id FROM payments WHERE order_id = $1',
+      [orderId],
+    );
+  const orderStatus = async (orderId: string) =>
+    (await db.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]))[0].status;
+  const keyRow = async (key: string) =>
+    (
+      await db.query<{ status: string; recovery_point: string | null; step_state: Record<string, unknown> }>(
+        'SELECT status, recovery_point, step_state FROM idempotency_keys WHERE idem_key = $1',
+        [key],
+      )
+    )[0];
+
+  async function crash(key: string, orderId: string, amountCents: number, fault: string): Promise<void> {
+    await expect(pay(key, orderId, amountCents, fault)).rejects.toThrow();
+    expect(await app.waitForExit()).toBeNull();
+    await app.start();
+  }
+
+  it('captures a payment: charge at the provider under a child key, payment row, order paid', async () => {
+    const orderId = await newOrder();
+    const key = uniqueKey();
+    const res = await pay(key, orderId, 1500);
+
+    expect(res.status).toBe(201);
+    const body = JSON.parse(res.text);
+    expect(body).toEqual({ id: expect.any(String), orderId, amountCents: 1500, status: 'captured', providerChargeId: expect.stringMatching(/^ch_/) });
+    const charges = await providerCharges(app.providerUrl, body.id);
+    expect(charges).toEqual([expect.objectContaining({ id: body.providerChargeId, amountCents: 1500, currency: 'usd' })]);
+    expect(charges[0].idempotencyKey).toBe(childKey(`acme\u0000POST /v1/payments\u0000${key}`, 'charge-card'));
+    expect(charges[0].idempotencyKey).not.toBe(key);
+    expect(await paymentsOf(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
+    expect(await orderStatus(orderId)).toBe('paid');
+    expect(await keyRow(key)).toMatchObject({ status: 'completed', recovery_point: 'finished' });
+
+    const replay = await pay(key, orderId, 1500);
+    expect(replay.text).toBe(res.text);
+    expect(await providerCharges(app.providerUrl, body.id)).toHaveLength(1);
+    const shown = await fetch(`${app.url}/v1/payments/${body.id}`, { headers: { authorization: ACME.authorization } });
+    expect(await shown.json()).toEqual(body);
+  });
+
+  it('crash-after-charge: 409 during the lease, then the retry resumes and the provider charged once', async () => {
+    const orderId = await newOrder();
+    const key = uniqueKey();
+    await crash(key, orderId, 2100, 'crash-after-charge');
+
+    // The provider charged; we died before recording it.
+    const [payment] = await paymentsOf(orderId);
+    expect(payment.status).toBe('pending');
+    const chargesBefore = await providerCharges(app.providerUrl, payment.id);
+    expect(chargesBefore).toHaveLength(1);
+    expect(await keyRow(key)).toMatchObject({ status: 'in_progress', recovery_point: 'created' });
+
+    const during = await pay(key, orderId, 2100);
+    expect(during.status).toBe(409);
+    const retryAfter = Number(during.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(LEASE_SECONDS);
+
+    await sleep(retryAfter * 1000 + 200);
+    const retry = await pay(key, orderId, 2100);
+    expect(retry.status).toBe(201);
+    const body = JSON.parse(retry.text);
+    expect(body).toMatchObject({ id: payment.id, status: 'captured', providerChargeId: chargesBefore[0].id });
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
+    expect(await paymentsOf(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: chargesBefore[0].id }]);
+    expect(await orderStatus(orderId)).toBe('paid');
+  });
+
+  it('crash-before-charge: the retry resumes after the lease and charges once', async () => {
+    const orderId = await newOrder();
+    const key = uniqueKey();
+    await crash(key, orderId, 2200, 'crash-before-charge');
+    const [payment] = await paymentsOf(orderId);
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(0);
+    expect(await keyRow(key)).toMatchObject({ recovery_point: 'created', step_state: { created: { paymentId: payment.id } } });
+
+    await sleep(LEASE_SECONDS * 1000 + 200);
+    const retry = await pay(key, orderId, 2200);
+    expect(retry.status).toBe(201);
+    expect(JSON.parse(retry.text).id).toBe(payment.id);
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
+    expect(await paymentsOf(orderId)).toHaveLength(1);
+  });
+
+  it('provider-timeout: the answer is lost, the retry sends the same child key and the provider replays', async () => {
+    const orderId = await newOrder();
+    const key = uniqueKey();
+    const lost = await pay(key, orderId, 2300, 'provider-timeout');
+    expect(lost.status).toBe(504);
+    const [payment] = await paymentsOf(orderId);
+    // The provider committed the charge although we never heard back.
+    await sleep(1600);
+    const charged = await providerCharges(app.providerUrl, payment.id);
+    expect(charged).toHaveLength(1);
+
+    // A transient failure released the lease: the retry runs at once.
+    const retry = await pay(key, orderId, 2300);
+    expect(retry.status).toBe(201);
+    expect(JSON.parse(retry.text).providerChargeId).toBe(charged[0].id);
+    const after = await providerCharges(app.providerUrl, payment.id);
+    expect(after).toEqual([expect.objectContaining({ id: charged[0].id, idempotencyKey: charged[0].idempotencyKey })]);
+    expect(after[0].idempotencyKey).toBe(childKey(`acme\u0000POST /v1/payments\u0000${key}`, 'charge-card'));
+  });
+
+  it('two retries racing for an expired lease: one takes over, the other gets 409; one charge', async () => {
+    const orderId = await newOrder();
+    const key = uniqueKey();
+    await crash(key, orderId, 2400, 'crash-before-charge');
+    const [payment] = await paymentsOf(orderId);
+    await sleep(LEASE_SECONDS * 1000 + 200);
+
+    // The winner holds its lease a while (delay fault): the loser finds it live.
+    const [a, b] = await Promise.all([pay(key, orderId, 2400, 'delay=800'), pay(key, orderId, 2400, 'delay=800')]);
+    expect([a.status, b.status].sort()).toEqual([201, 409]);
+    expect((a.status === 409 ? a : b).headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
+    expect(await paymentsOf(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
+  });
+
+  it('stores a decline (402) and an unknown order (404), and replays both', async () => {
+    const orderId = await newOrder();
+    const declineKey = uniqueKey();
+    const declined = await pay(declineKey, orderId, 1313);
+    expect(declined.status).toBe(402);
+    expect(JSON.parse(declined.text)).toMatchObject({ code: 'payment_declined', status: 402 });
+    expect((await pay(declineKey, orderId, 1313)).text).toBe(declined.text);
+    const [payment] = await paymentsOf(orderId);
+    expect(payment.status).toBe('declined');
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(0);
+    expect(await orderStatus(orderId)).toBe('pending');
+    expect(await keyRow(declineKey)).toMatchObject({ status: 'completed' });
+
+    const unknownKey = uniqueKey();
+    const unknownOrder = '00000000-0000-4000-8000-000000000000';
+    const missing = await pay(unknownKey, unknownOrder, 100);
+    expect(missing.status).toBe(404);
+    expect((await pay(unknownKey, unknownOrder, 100)).text).toBe(missing.text);
+    expect(await paymentsOf(unknownOrder)).toHaveLength(0);
+    expect(await keyRow(unknownKey)).toMatchObject({ status: 'completed' });
+  });
+});
