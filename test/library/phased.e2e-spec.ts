@@ -1,0 +1,173 @@
+import {
+  Body,
+  Controller,
+  Headers,
+  type INestApplication,
+  Injectable,
+  Post,
+  ServiceUnavailableException,
+  ValidationPipe,
+} from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { IsString } from 'class-validator';
+import { randomUUID } from 'node:crypto';
+import { ClsModule } from 'nestjs-cls';
+import { Idempotent, IdempotencyModule, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { createProviderStub } from '../../apps/provider-stub/src/provider-stub.app';
+import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
+import { paymentsApiMigrations } from '../../migrations';
+import { providerCharges } from '../support/provider';
+import { databaseUrl } from '../support/test-app';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let providerUrl = '';
+
+class TagDto {
+  @IsString()
+  tag: string;
+}
+
+@Injectable()
+class PhasedEffects {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  async record(tag: string): Promise<void> {
+    await this.txHost.tx.query(`INSERT INTO phased_test_effects (tag) VALUES ($1)`, [tag]);
+  }
+}
+
+@Controller('phased')
+class PhasedTestController {
+  constructor(private readonly effects: PhasedEffects) {}
+
+  /** Two calls to one service in one request: two steps, two child keys. */
+  @Post('two-calls')
+  @Idempotent({ phased: true })
+  async twoCalls(@Body() body: TagDto, @Phases() phases: IdempotentPhases, @Headers('x-fail-between') failBetween?: string) {
+    const first = await phases.external('first-charge', () => charge(phases, 'charge-first', `${body.tag}-first`));
+    if (failBetween) throw new ServiceUnavailableException('injected between the calls');
+    const second = await phases.external('second-charge', () => charge(phases, 'charge-second', `${body.tag}-second`));
+    return { first, second, resumed: phases.resumed };
+  }
+
+  /** A phase that can outlive its one-second lease. */
+  @Post('slow-write')
+  @Idempotent({ phased: true, leaseSeconds: 1 })
+  async slowWrite(@Body() body: TagDto, @Phases() phases: IdempotentPhases, @Headers('x-sleep') sleepMs?: string) {
+    const written = await phases.transaction('write', async () => {
+      await this.effects.record(body.tag);
+      if (sleepMs) await sleep(Number(sleepMs));
+      return { by: sleepMs ? 'slow' : 'fast' };
+    });
+    return written;
+  }
+}
+
+async function charge(phases: IdempotentPhases, step: string, reference: string): Promise<string> {
+  const response = await phases.fetch(step, `${providerUrl}/charges`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amountCents: 100, currency: 'usd', reference }),
+  });
+  if (response.status !== 201) throw new Error(`provider answered ${response.status}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+describe('phased mode in a bare app', () => {
+  let app: INestApplication;
+  let provider: INestApplication;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    provider = await createProviderStub({ databaseUrl: databaseUrl(), demoFaults: false });
+    await provider.listen(0, '127.0.0.1');
+    providerUrl = (await provider.getUrl()).replace('[::1]', '127.0.0.1');
+
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+        ClsModule.forRoot({
+          global: true,
+          plugins: [
+            new ClsPluginTransactional({
+              imports: [TypeOrmModule],
+              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRoot({}),
+      ],
+      controllers: [PhasedTestController],
+      providers: [PhasedEffects],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    app.useGlobalPipes(new ValidationPipe({ transform: true }));
+    dataSource = app.get(DataSource);
+    await runMigrations(dataSource);
+    await dataSource.query(`CREATE TABLE IF NOT EXISTS phased_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`);
+    await app.init();
+  });
+  afterAll(async () => {
+    await app.close();
+    await provider.close();
+  });
+
+  const post = (path: string, body: object, headers: Record<string, string>) =>
+    request(app.getHttpServer()).post(path).set(headers).send(body);
+
+  it('sends two different child keys for two calls to one service, the same ones on the retry', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    const failed = await post('/phased/two-calls', { tag }, { 'idempotency-key': key, 'x-fail-between': '1' });
+    expect(failed.status).toBe(503);
+    const [first] = await providerCharges(providerUrl, `${tag}-first`);
+    expect(first).toBeDefined();
+
+    // The transient failure released the lease: the retry resumes at once, after 'first-charge'.
+    const retried = await post('/phased/two-calls', { tag }, { 'idempotency-key': key });
+    expect(retried.status).toBe(201);
+    expect(retried.body).toEqual({ first: first.id, second: expect.stringMatching(/^ch_/), resumed: true });
+    const firsts = await providerCharges(providerUrl, `${tag}-first`);
+    const seconds = await providerCharges(providerUrl, `${tag}-second`);
+    expect(firsts).toHaveLength(1);
+    expect(seconds).toHaveLength(1);
+    expect(firsts[0].idempotencyKey).not.toBe(seconds[0].idempotencyKey);
+    expect([firsts[0].idempotencyKey, seconds[0].idempotencyKey]).not.toContain(key);
+
+    const replay = await post('/phased/two-calls', { tag }, { 'idempotency-key': key });
+    expect(replay.text).toBe(retried.text);
+    expect(await providerCharges(providerUrl, `${tag}-second`)).toHaveLength(1);
+  });
+
+  it('fences a slow attempt that lost its lease: its writes roll back, the new owner’s commit', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    // .then() sends it now (supertest is lazy).
+    const slow = post('/phased/slow-write', { tag }, { 'idempotency-key': key, 'x-sleep': '2500' }).then((r) => r);
+    await sleep(1300); // past the one-second lease; the slow attempt is still inside its phase
+    const takeover = await post('/phased/slow-write', { tag }, { 'idempotency-key': key });
+    expect(takeover.status).toBe(201);
+    expect(takeover.body).toEqual({ by: 'fast' });
+
+    const zombie = await slow;
+    expect(zombie.status).toBe(409);
+    const rows = await dataSource.query('SELECT tag FROM phased_test_effects WHERE tag = $1', [tag]);
+    expect(rows).toHaveLength(1);
+    const [keyRow] = await dataSource.query(
+      'SELECT status, step_state FROM idempotency_keys WHERE idem_key = $1',
+      [key],
+    );
+    expect(keyRow).toEqual({ status: 'completed', step_state: { write: { by: 'fast' } } });
+  });
+
+  it('requires a key on a phased route', async () => {
+    const tag = `t-${randomUUID()}`;
+    await post('/phased/slow-write', { tag }, {}).expect(400);
+    expect(await dataSource.query('SELECT 1 FROM phased_test_effects WHERE tag = $1', [tag])).toHaveLength(0);
+  });
+});
