@@ -9,6 +9,8 @@ export interface AppConfig {
   providerTimeoutMs: number;
   /** Lease of phased routes (`IDEMPOTENCY_LEASE_SECONDS`, default 60). */
   leaseSeconds: number;
+  /** Scheduled cleanup of expired keys: `IDEMPOTENCY_CLEANUP=off` disables it. */
+  cleanup: false | { intervalSeconds: number; batchSize: number };
 }
 
 export const APP_CONFIG = Symbol('payments-api:config');

@@ -11,6 +11,8 @@ import { ApiKeyGuard } from './auth/api-key.guard';
 import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
 import { HealthController } from './health/health.controller';
 import { Order } from './orders/order.entity';
+import { IdempotencyMetrics } from './metrics/idempotency-metrics';
+import { MetricsModule } from './metrics/metrics.module';
 import { OrdersModule } from './orders/orders.module';
 import { Payment } from './payments/payment.entity';
 import { PaymentsModule } from './payments/payments.module';
@@ -41,7 +43,16 @@ export class AppModule {
             }),
           ],
         }),
-        IdempotencyModule.forRoot({ leaseSeconds: config.leaseSeconds }),
+        IdempotencyModule.forRootAsync({
+          imports: [MetricsModule],
+          inject: [IdempotencyMetrics],
+          useFactory: (metrics: IdempotencyMetrics) => ({
+            leaseSeconds: config.leaseSeconds,
+            cleanup: config.cleanup,
+            onEvent: metrics.record,
+          }),
+        }),
+        MetricsModule,
         OrdersModule,
         PaymentsModule,
       ],

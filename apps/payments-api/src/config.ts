@@ -8,6 +8,13 @@ export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, provi
     providerUrl,
     providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 5000),
     leaseSeconds: positiveInteger(env, 'IDEMPOTENCY_LEASE_SECONDS', 60),
+    cleanup:
+      env.IDEMPOTENCY_CLEANUP === 'off'
+        ? false
+        : {
+            intervalSeconds: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_INTERVAL_SECONDS', 300),
+            batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
+          },
   };
 }
 

@@ -5,6 +5,12 @@ import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import type { StoredResponse } from './idempotency.options';
 import { captureFailure, captureResponse } from './stored-response';
 
+/** The response to record, and whether it is a (deterministic) failure. */
+export interface SettledHandler {
+  response: StoredResponse;
+  failed: boolean;
+}
+
 /** A successful response whose status the policy does not store: sent, never recorded. */
 export class UnstoredOutcome extends Error {
   constructor(readonly response: StoredResponse) {
@@ -25,7 +31,7 @@ export async function settleHandler(
   response: HttpResponseLike,
   options: ResolvedIdempotencyOptions,
   beforeStoringFailure: () => Promise<void> = async () => undefined,
-): Promise<StoredResponse> {
+): Promise<SettledHandler> {
   let captured: StoredResponse;
   try {
     const value = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -33,8 +39,8 @@ export async function settleHandler(
   } catch (error) {
     if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
     await beforeStoringFailure();
-    return captureFailure(error, options.renderException(error), response, options.storedHeaders);
+    return { response: captureFailure(error, options.renderException(error), response, options.storedHeaders), failed: true };
   }
   if (!options.shouldStore(captured.statusCode)) throw new UnstoredOutcome(captured);
-  return captured;
+  return { response: captured, failed: false };
 }

@@ -24,10 +24,18 @@ export const principalTenantResolver: TenantResolver = (context: ExecutionContex
   return tenant === undefined || tenant === null ? undefined : String(tenant);
 };
 
+export interface ResolvedCleanupOptions {
+  enabled: boolean;
+  intervalSeconds: number;
+  batchSize: number;
+}
+
 export type ResolvedIdempotencyOptions = Required<
-  Omit<IdempotencyModuleOptions, 'onReplay' | 'transactionConnectionName'>
+  Omit<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup'>
 > &
-  Pick<IdempotencyModuleOptions, 'onReplay' | 'transactionConnectionName'>;
+  Pick<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName'> & {
+    cleanup: ResolvedCleanupOptions;
+  };
 
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const resolved: ResolvedIdempotencyOptions = {
@@ -45,14 +53,22 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     fingerprintHeaders: (options.fingerprintHeaders ?? []).map((h) => h.toLowerCase()),
     markReplays: options.markReplays ?? false,
     onReplay: options.onReplay,
+    onEvent: options.onEvent,
     transactionConnectionName: options.transactionConnectionName,
     renderException: options.renderException ?? renderProblem,
+    cleanup: {
+      enabled: options.cleanup !== false && (options.cleanup?.enabled ?? true),
+      intervalSeconds: (options.cleanup || undefined)?.intervalSeconds ?? 300,
+      batchSize: (options.cleanup || undefined)?.batchSize ?? 1000,
+    },
   };
   assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);
   assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
   assertPositiveInteger('ttlSeconds', resolved.ttlSeconds);
   assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
   assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);
+  assertPositiveInteger('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds);
+  assertPositiveInteger('cleanup.batchSize', resolved.cleanup.batchSize);
   return resolved;
 }
 

@@ -12,8 +12,11 @@ export const IdempotencyProblemType = {
  * A request the library answers itself, before or instead of the handler. Status codes
  * follow the IETF httpapi Idempotency-Key draft: 400, 409 and 422.
  */
+export type RejectionReason = 'rejected_key' | 'in_progress' | 'lock_timeout' | 'fingerprint_mismatch';
+
 export class IdempotencyRejection extends Error {
   constructor(
+    readonly reason: RejectionReason,
     readonly problem: ProblemDetails,
     readonly headers: Record<string, string> = {},
   ) {
@@ -30,7 +33,7 @@ export class IdempotencyRejection extends Error {
   }
 
   static missingKey(headerName: string): IdempotencyRejection {
-    return new IdempotencyRejection({
+    return new IdempotencyRejection('rejected_key', {
       type: IdempotencyProblemType.missingKey,
       title: 'Idempotency key required',
       status: 400,
@@ -39,7 +42,7 @@ export class IdempotencyRejection extends Error {
   }
 
   static malformedKey(headerName: string, reason: string): IdempotencyRejection {
-    return new IdempotencyRejection({
+    return new IdempotencyRejection('rejected_key', {
       type: IdempotencyProblemType.malformedKey,
       title: 'Malformed idempotency key',
       status: 400,
@@ -47,8 +50,10 @@ export class IdempotencyRejection extends Error {
     });
   }
 
-  static keyInUse(retryAfterSeconds: number): IdempotencyRejection {
+  /** 409. `lockTimeout`: the claim gave up waiting behind an uncommitted twin. */
+  static keyInUse(retryAfterSeconds: number, lockTimeout = false): IdempotencyRejection {
     return new IdempotencyRejection(
+      lockTimeout ? 'lock_timeout' : 'in_progress',
       {
         type: IdempotencyProblemType.keyInUse,
         title: 'Idempotency key in use',
@@ -60,7 +65,7 @@ export class IdempotencyRejection extends Error {
   }
 
   static keyReused(): IdempotencyRejection {
-    return new IdempotencyRejection({
+    return new IdempotencyRejection('fingerprint_mismatch', {
       type: IdempotencyProblemType.keyReused,
       title: 'Idempotency key reused',
       status: 422,

@@ -10,6 +10,8 @@ import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
+import type { IdempotencyEventType } from './events/idempotency-event';
+import { IdempotencyEvents } from './events/idempotency-events';
 import { keyLabel, requestFingerprint } from './fingerprint';
 import { UnstoredOutcome } from './handler-outcome';
 import { headerValue, httpRequest, httpResponse, routePattern } from './http-exchange';
@@ -36,6 +38,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly phased: PhasedRunner,
     private readonly reflector: Reflector,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly events: IdempotencyEvents,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -48,22 +51,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async handle(context: ExecutionContext, next: CallHandler, route: IdempotentOptions): Promise<unknown> {
-    let label = '-';
+    const started = performance.now();
+    const mode = route.phased ? 'phased' : 'atomic';
+    let request: IdempotentRequest | undefined;
+    const report = (type: IdempotencyEventType, statusCode?: number) =>
+      this.events.emit({ type, scope: request?.id.scope, mode, statusCode, durationMs: performance.now() - started });
     try {
-      const request = await this.describe(context, next, route);
+      request = await this.describe(context, next, route);
       if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });
-      label = request.label;
       const outcome = await (route.phased ? this.phased : this.atomic).run(request);
       if (outcome.kind === 'replayed') {
-        this.logger.debug(`key ${label} replayed (${outcome.response.statusCode})`);
+        this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        report('replayed', outcome.response.statusCode);
         return await this.replay(context, request, outcome.response);
       }
+      report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
     } catch (error) {
       if (error instanceof IdempotencyRejection) {
-        this.logger.debug(`key ${label} rejected: ${error.problem.title}`);
+        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+        report(error.reason, error.status);
         return this.reject(context, error);
       }
+      report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
       if (error instanceof UnstoredOutcome) return this.send(context, error.response);
       throw error;
     }

@@ -2,6 +2,9 @@ import { Module } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
 import { AtomicRunner } from './atomic/atomic.runner';
+import { CleanupScheduler } from './cleanup/cleanup.scheduler';
+import { IdempotencyCleanup } from './cleanup/idempotency-cleanup';
+import { IdempotencyEvents } from './events/idempotency-events';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
 import { PhasedRunner } from './phased/phased.runner';
@@ -20,6 +23,9 @@ import {
   providers: [
     { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
     TransactionHostRef,
+    IdempotencyEvents,
+    IdempotencyCleanup,
+    CleanupScheduler,
     IdempotencyKeyStore,
     AtomicRunner,
     PhasedRunner,
@@ -27,6 +33,6 @@ import {
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule extends ConfigurableIdempotencyModule {}

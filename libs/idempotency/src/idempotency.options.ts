@@ -1,4 +1,5 @@
 import type { ExecutionContext, HttpException } from '@nestjs/common';
+import type { IdempotencyEvent } from './events/idempotency-event';
 
 /** What the library stores and replays for one request. */
 export interface StoredResponse {
@@ -73,6 +74,19 @@ export interface IdempotencyModuleOptions {
    * transactional connection (several data sources). Default: the unnamed one.
    */
   transactionConnectionName?: string;
+  /**
+   * Deletes keys past their time to live on a timer inside the app, in batches.
+   * Default `{ enabled: true, intervalSeconds: 300, batchSize: 1000 }`; `false` turns it off
+   * (run `IdempotencyCleanup.purgeExpired()` from a job of your own then).
+   */
+  cleanup?: false | { enabled?: boolean; intervalSeconds?: number; batchSize?: number };
+  /**
+   * Called for every outcome (claimed, replayed, in_progress, lock_timeout,
+   * fingerprint_mismatch, rejected_key, completed, stored_failure, released) with the claim and
+   * request durations, and for every cleanup batch (expired_removed): the one hook for metrics.
+   * Must be fast and must not throw (a throw is logged and ignored).
+   */
+  onEvent?: (event: IdempotencyEvent) => void;
   /** Renders an HttpException that is stored. Default: RFC 9457 problem details. */
   renderException?: (exception: HttpException) => RenderedException;
 }

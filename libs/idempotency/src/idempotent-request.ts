@@ -15,7 +15,7 @@ export interface IdempotentRequest {
 
 /** How a request on a claimed or taken key ended. */
 export type Outcome =
-  | { kind: 'executed'; response: StoredResponse }
+  | { kind: 'executed'; response: StoredResponse; failed: boolean }
   | { kind: 'replayed'; response: StoredResponse };
 
 /** Runs a request under one execution mode (atomic or phased). */

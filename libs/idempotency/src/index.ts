@@ -5,6 +5,8 @@ export { Phases } from './phased/phases.decorator';
 export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
 export { LeaseLostError } from './phased/lease-lost.error';
 export { childKey } from './child-key';
+export { IdempotencyCleanup, type CleanupReport } from './cleanup/idempotency-cleanup';
+export type { IdempotencyEvent, IdempotencyEventType } from './events/idempotency-event';
 export type {
   IdempotencyModuleOptions,
   IdempotentOptions,

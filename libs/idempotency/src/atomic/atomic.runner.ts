@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
 import { httpResponse } from '../http-exchange';
@@ -23,26 +24,29 @@ export class AtomicRunner implements IdempotentRunner {
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyKeyStore,
     private readonly transactions: TransactionHostRef,
+    private readonly events: IdempotencyEvents,
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
     const { id, label } = request;
     try {
       return await this.transactions.host.withTransaction(async () => {
+        const claimStarted = performance.now();
         const replay = await this.claim(request);
         if (replay) return { kind: 'replayed', response: replay };
+        this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
         await this.store.savepoint();
-        const response = await settleHandler(request.next, httpResponse(request.context), this.options, () =>
+        const { response, failed } = await settleHandler(request.next, httpResponse(request.context), this.options, () =>
           this.store.rollbackToSavepoint(),
         );
         await this.store.complete(id, response);
         this.logger.debug(`key ${label} completed with ${response.statusCode}`);
-        return { kind: 'executed', response };
+        return { kind: 'executed', response, failed };
       });
     } catch (error) {
       if (isLockTimeout(error)) {
         this.logger.debug(`key ${label} is held by a running request (lock timeout)`);
-        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
       }
       if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
         this.logger.debug(`key ${label} released after a transient failure`);

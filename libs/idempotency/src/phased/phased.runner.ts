@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler } from '../handler-outcome';
 import { httpRequest, httpResponse } from '../http-exchange';
@@ -33,14 +34,17 @@ export class PhasedRunner implements IdempotentRunner {
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyKeyStore,
     private readonly transactions: TransactionHostRef,
+    private readonly events: IdempotencyEvents,
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
     const { id, label, route } = request;
     const owner = randomUUID();
     const leaseSeconds = route.leaseSeconds ?? this.options.leaseSeconds;
+    const claimStarted = performance.now();
     const claim = await this.claim(request, owner, leaseSeconds);
     if (!claim.claimed) return { kind: 'replayed', response: claim.replay };
+    this.events.emit({ type: 'claimed', scope: id.scope, mode: 'phased', claimMs: performance.now() - claimStarted });
     if (claim.lease.recoveryPoint) {
       this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
     }
@@ -57,10 +61,10 @@ export class PhasedRunner implements IdempotentRunner {
     });
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
     try {
-      const response = await settleHandler(request.next, httpResponse(request.context), this.options);
+      const { response, failed } = await settleHandler(request.next, httpResponse(request.context), this.options);
       if (!(await this.store.completeLease(id, owner, response))) throw new LeaseLostError('finished');
       this.logger.debug(`key ${label} completed with ${response.statusCode}`);
-      return { kind: 'executed', response };
+      return { kind: 'executed', response, failed };
     } catch (error) {
       if (error instanceof LeaseLostError) {
         this.logger.warn(`key ${label}: ${error.message}; another attempt owns it now`);
@@ -88,7 +92,7 @@ export class PhasedRunner implements IdempotentRunner {
       try {
         lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
       } catch (error) {
-        if (isLockTimeout(error)) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+        if (isLockTimeout(error)) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };

@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import type { IdempotencyEvent } from 'nestjs-pg-idempotency';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** The library's `onEvent` hook, turned into Prometheus series. */
+@Injectable()
+export class IdempotencyMetrics {
+  readonly registry = new Registry();
+
+  private readonly outcomes = new Counter({
+    name: 'idempotency_requests_total',
+    help: 'Idempotent requests by scope and outcome (completed, replayed, stored_failure, released, in_progress, lock_timeout, fingerprint_mismatch, rejected_key)',
+    labelNames: ['scope', 'outcome'],
+    registers: [this.registry],
+  });
+
+  private readonly claims = new Counter({
+    name: 'idempotency_claims_total',
+    help: 'Keys claimed (the handler ran), by scope and mode',
+    labelNames: ['scope', 'mode'],
+    registers: [this.registry],
+  });
+
+  private readonly claimSeconds = new Histogram({
+    name: 'idempotency_claim_duration_seconds',
+    help: 'Time of the claim statement(s), by scope and mode',
+    labelNames: ['scope', 'mode'],
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  private readonly requestSeconds = new Histogram({
+    name: 'idempotency_request_duration_seconds',
+    help: 'Time of the whole request through the library, by scope and outcome',
+    labelNames: ['scope', 'outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  private readonly expiredRemoved = new Counter({
+    name: 'idempotency_expired_removed_total',
+    help: 'Expired keys deleted by the cleanup',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Pass as `IdempotencyModule` option `onEvent`. */
+  readonly record = (event: IdempotencyEvent): void => {
+    const scope = event.scope ?? 'unknown';
+    switch (event.type) {
+      case 'expired_removed':
+        this.expiredRemoved.inc(event.count ?? 0);
+        return;
+      case 'claimed':
+        this.claims.inc({ scope, mode: event.mode ?? 'atomic' });
+        if (event.claimMs !== undefined) this.claimSeconds.observe({ scope, mode: event.mode ?? 'atomic' }, event.claimMs / 1000);
+        return;
+      default:
+        this.outcomes.inc({ scope, outcome: event.type });
+        if (event.durationMs !== undefined) this.requestSeconds.observe({ scope, outcome: event.type }, event.durationMs / 1000);
+    }
+  };
+}

@@ -1,0 +1,69 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { IdempotencyEvents } from '../events/idempotency-events';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { TransactionHostRef } from '../transaction-host.ref';
+
+/** What one cleanup run removed. */
+export interface CleanupReport {
+  removed: number;
+  batches: number;
+  durationMs: number;
+}
+
+/**
+ * Deletes keys past their time to live, in bounded batches: each batch is one short statement
+ * that locks at most `batchSize` rows, skips rows another transaction holds (SKIP LOCKED), and
+ * commits on its own, so the hot path never waits behind a long delete. A phased key whose lease
+ * is live is never touched; an atomic claim in flight is uncommitted, hence invisible here.
+ */
+@Injectable()
+export class IdempotencyCleanup {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly transactions: TransactionHostRef,
+    private readonly events: IdempotencyEvents,
+  ) {}
+
+  async purgeExpired(limits: { batchSize?: number; maxBatches?: number } = {}): Promise<CleanupReport> {
+    const batchSize = limits.batchSize ?? this.options.cleanup.batchSize;
+    const maxBatches = limits.maxBatches ?? Number.POSITIVE_INFINITY;
+    const started = performance.now();
+    let removed = 0;
+    let batches = 0;
+    while (batches < maxBatches) {
+      const count = await this.deleteBatch(batchSize);
+      batches++;
+      removed += count;
+      if (count > 0) this.events.emit({ type: 'expired_removed', count });
+      if (count < batchSize) break;
+    }
+    const report = { removed, batches, durationMs: Math.round(performance.now() - started) };
+    if (removed > 0) this.logger.log(`cleanup removed ${removed} expired keys in ${batches} batches`);
+    return report;
+  }
+
+  private async deleteBatch(batchSize: number): Promise<number> {
+    const rows: { removed: number }[] = await this.transactions.host.tx.query(
+      `WITH doomed AS (
+         SELECT tenant_id, endpoint, idem_key
+           FROM idempotency_keys
+          WHERE expires_at <= now()
+            AND (status = 'completed' OR locked_until IS NULL OR locked_until <= now())
+          ORDER BY expires_at
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED
+       ), deleted AS (
+         DELETE FROM idempotency_keys AS k
+          USING doomed AS d
+          WHERE k.tenant_id = d.tenant_id AND k.endpoint = d.endpoint AND k.idem_key = d.idem_key
+         RETURNING 1
+       )
+       SELECT count(*)::integer AS removed FROM deleted`,
+      [batchSize],
+    );
+    return rows[0]?.removed ?? 0;
+  }
+}

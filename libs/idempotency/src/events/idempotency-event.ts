@@ -1,0 +1,38 @@
+/** What happened to one request (or one cleanup run); see `IdempotencyModuleOptions.onEvent`. */
+export type IdempotencyEventType =
+  /** The key was claimed: the handler runs. Carries `claimMs`. */
+  | 'claimed'
+  /** A completed key was replayed. */
+  | 'replayed'
+  /** 409: the key's request is still running (a live lease, or a committed in-progress row). */
+  | 'in_progress'
+  /** 409: the claim waited `lockTimeoutMs` behind an uncommitted twin and gave up. */
+  | 'lock_timeout'
+  /** 422: the key was reused with a different request. */
+  | 'fingerprint_mismatch'
+  /** 400: the key header was missing or malformed. */
+  | 'rejected_key'
+  /** The handler succeeded and its response was recorded. */
+  | 'completed'
+  /** The handler failed deterministically; the failure was recorded and will be replayed. */
+  | 'stored_failure'
+  /** The handler failed transiently; the key was released (atomic) or its lease ended (phased). */
+  | 'released'
+  /** A cleanup batch removed expired rows. Carries `count`. */
+  | 'expired_removed';
+
+export interface IdempotencyEvent {
+  type: IdempotencyEventType;
+  /** The route's scope, e.g. `POST /v1/orders` (absent for cleanup). */
+  scope?: string;
+  /** `atomic` or `phased` (absent for cleanup and rejected keys). */
+  mode?: 'atomic' | 'phased';
+  /** The request's HTTP status, for request outcomes. */
+  statusCode?: number;
+  /** Whole request through the library, in ms, for request outcomes. */
+  durationMs?: number;
+  /** The claim statement(s) alone, in ms, on `claimed` (and on outcomes decided by the claim). */
+  claimMs?: number;
+  /** Rows removed, on `expired_removed`. */
+  count?: number;
+}
