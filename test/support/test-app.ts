@@ -7,7 +7,10 @@ import { runMigrations } from '../../apps/payments-api/src/database/run-migratio
 import { DataSource } from 'typeorm';
 
 /** The demo app in this Jest worker, on the run's PostgreSQL, with faults enabled. */
-export async function createTestApp(config: Partial<AppConfig> = {}): Promise<INestApplication> {
+export async function createTestApp(
+  config: Partial<AppConfig> = {},
+  beforeInit: (app: INestApplication) => void = () => undefined,
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       AppModule.register({
@@ -23,6 +26,7 @@ export async function createTestApp(config: Partial<AppConfig> = {}): Promise<IN
   }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
   setUpApp(app);
+  beforeInit(app);
   await runMigrations(app.get(DataSource));
   await app.init();
   return app;

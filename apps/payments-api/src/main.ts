@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { startProviderStub } from '../../provider-stub/src/provider-stub.app';
 import { AppModule } from './app.module';
-import { setUpApp } from './app.setup';
+import { setUpApp, setUpOpenApi } from './app.setup';
 import { configFromEnv, positiveInteger } from './config';
 import { resolveDatabaseUrl } from './database/database-url';
 import { runMigrations } from './database/run-migrations';
@@ -25,6 +25,7 @@ async function bootstrap(): Promise<void> {
   const config = configFromEnv(env, databaseUrl, providerUrl);
   const app = await NestFactory.create(AppModule.register(config), { bodyParser: false });
   setUpApp(app);
+  setUpOpenApi(app);
   await runMigrations(app.get(DataSource));
   const port = positiveInteger(env, 'PORT', 3000);
   await app.listen(port);

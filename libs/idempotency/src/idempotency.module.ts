@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
 import { AtomicRunner } from './atomic/atomic.runner';
@@ -7,6 +8,7 @@ import { IdempotencyCleanup } from './cleanup/idempotency-cleanup';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { OpenApiDocumenter } from './openapi/openapi-documenter';
 import { PhasedRunner } from './phased/phased.runner';
 import { TransactionHostRef } from './transaction-host.ref';
 import {
@@ -20,12 +22,14 @@ import {
  * (see the README): the module opens its transactions through that `TransactionHost`.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
     TransactionHostRef,
     IdempotencyEvents,
     IdempotencyCleanup,
     CleanupScheduler,
+    OpenApiDocumenter,
     IdempotencyKeyStore,
     AtomicRunner,
     PhasedRunner,

@@ -1,0 +1,121 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, Reflector } from '@nestjs/core';
+import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_ROUTE } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { IdempotencyProblemType } from '../idempotency.errors';
+import type { IdempotentOptions } from '../idempotency.options';
+import { PROBLEM_CONTENT_TYPE } from '../problem-details';
+
+type Decorator = (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => unknown;
+interface SwaggerDecorators {
+  ApiHeader(options: Record<string, unknown>): Decorator;
+  ApiResponse(options: Record<string, unknown>): Decorator;
+}
+
+// Handlers already documented: several apps in one process share their controller classes.
+const documented = new WeakSet<object>();
+
+/** `@nestjs/swagger` when the app has it; the library works without. */
+function loadSwagger(): SwaggerDecorators | undefined {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('@nestjs/swagger') as SwaggerDecorators;
+  } catch {
+    return undefined;
+  }
+}
+
+function problemResponse(status: number, description: string, types: string[]) {
+  return {
+    status,
+    description,
+    content: {
+      [PROBLEM_CONTENT_TYPE]: {
+        schema: {
+          type: 'object',
+          required: ['type', 'title', 'status'],
+          properties: {
+            type: { type: 'string', enum: types },
+            title: { type: 'string' },
+            status: { type: 'integer', enum: [status] },
+            detail: { type: 'string' },
+          },
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Documents every `@Idempotent()` route in OpenAPI: the key header (with the configured name,
+ * which is why this runs at start-up and not inside the decorator) and the 400, 409 and 422
+ * problems the library answers itself.
+ */
+@Injectable()
+export class OpenApiDocumenter implements OnModuleInit {
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly discovery: DiscoveryService,
+    private readonly reflector: Reflector,
+  ) {}
+
+  onModuleInit(): void {
+    const swagger = loadSwagger();
+    if (!swagger) return;
+    for (const { metatype } of this.discovery.getControllers()) {
+      if (typeof metatype !== 'function') continue;
+      const prototype = metatype.prototype as Record<string, unknown>;
+      for (const name of Object.getOwnPropertyNames(prototype)) {
+        const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
+        const handler = descriptor?.value;
+        if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler)) continue;
+        // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
+        if (Reflect.getMetadata('path', handler) === undefined) continue;
+        const route = this.reflector.getAllAndOverride<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, [handler, metatype]);
+        if (!route) continue;
+        this.document(swagger, prototype, name, descriptor as PropertyDescriptor, route);
+        documented.add(handler);
+      }
+    }
+  }
+
+  private document(
+    swagger: SwaggerDecorators,
+    prototype: object,
+    name: string,
+    descriptor: PropertyDescriptor,
+    route: IdempotentOptions,
+  ): void {
+    const { headerName, maxKeyLength, lockTimeoutMs } = this.options;
+    const required = route.required !== false;
+    const decorators = [
+      swagger.ApiHeader({
+        name: headerName,
+        required,
+        description:
+          `Idempotency key: 1 to ${maxKeyLength} printable ASCII characters, bare or as a quoted string. ` +
+          'Retries of one operation send the same key; the first response is replayed byte for byte.' +
+          (required ? '' : ' Without it the request runs unprotected.'),
+        schema: { type: 'string', minLength: 1, maxLength: maxKeyLength + 2 },
+      }),
+      swagger.ApiResponse(
+        problemResponse(400, `The ${headerName} header is missing or malformed; nothing was done.`, [
+          IdempotencyProblemType.missingKey,
+          IdempotencyProblemType.malformedKey,
+        ]),
+      ),
+      swagger.ApiResponse({
+        ...problemResponse(
+          409,
+          `A request with this key is still running (answered within ${lockTimeoutMs} ms). Retry after Retry-After seconds.`,
+          [IdempotencyProblemType.keyInUse],
+        ),
+        headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
+      }),
+      swagger.ApiResponse(
+        problemResponse(422, 'This key was already used with a different request.', [IdempotencyProblemType.keyReused]),
+      ),
+    ];
+    for (const decorate of decorators) decorate(prototype, name, descriptor);
+  }
+}
