@@ -41,11 +41,11 @@ describe('concurrent duplicates under one key', () => {
       ),
     );
 
-  describe('in one process', () => {
+  describe.each([['express'], ['fastify']] as const)('in one process (%s)', (adapter) => {
     let app: INestApplication;
     let url: string;
     beforeAll(async () => {
-      app = await createTestApp();
+      app = await createTestApp({}, undefined, adapter);
       await app.listen(0, '127.0.0.1');
       url = await app.getUrl();
     });
@@ -69,7 +69,7 @@ describe('concurrent duplicates under one key', () => {
       const slow = postRaw(url, '/v1/orders', body, {
         authorization: ACME.authorization,
         'idempotency-key': key,
-        'x-demo-fault': 'delay=2500',
+        'x-demo-fault': 'delay=5000', // well past the 2 s lock timeout, even on a loaded machine
       });
       await new Promise((r) => setTimeout(r, 200));
       const duplicates = await fire([url], key, body);

@@ -1,14 +1,15 @@
 import { AppProcess } from './support/app-process';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
+import { databaseUrl } from './support/test-app';
 
-describe('crash after commit (a real process, killed by the fault)', () => {
+describe.each([['express'], ['fastify']])('crash after commit (a real process on %s, killed by the fault)', (adapter) => {
   let app: AppProcess;
   let db: TestDatabase;
 
   beforeAll(async () => {
     db = new TestDatabase();
-    app = await AppProcess.start();
+    app = await AppProcess.start({ DATABASE_URL: databaseUrl(), HTTP_ADAPTER: adapter });
   });
   afterAll(async () => {
     await app.stop();

@@ -5,12 +5,13 @@ import { TestDatabase } from './support/database';
 import { ACME, GLOBEX, uniqueCustomer, uniqueKey } from './support/http';
 import { createTestApp } from './support/test-app';
 
-describe('POST /v1/orders (atomic idempotency, in process)', () => {
+describe.each([['express'], ['fastify']] as const)('POST /v1/orders (atomic idempotency, in process, %s)', (adapter) => {
   let app: INestApplication;
   let db: TestDatabase;
 
   beforeAll(async () => {
-    app = await createTestApp();
+    app = await createTestApp({}, undefined, adapter);
+    expect(app.getHttpAdapter().getType()).toBe(adapter);
     db = new TestDatabase();
   });
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { Test } from '@nestjs/testing';
 import type { AppConfig } from '../../apps/payments-api/src/app.config';
 import { AppModule } from '../../apps/payments-api/src/app.module';
 import { setUpApp } from '../../apps/payments-api/src/app.setup';
+import { createHttpAdapter, type HttpAdapterKind } from '../../apps/payments-api/src/http-adapter';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
 import { DataSource } from 'typeorm';
 
@@ -10,6 +11,7 @@ import { DataSource } from 'typeorm';
 export async function createTestApp(
   config: Partial<AppConfig> = {},
   beforeInit: (app: INestApplication) => void = () => undefined,
+  adapter: HttpAdapterKind = 'express',
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -24,11 +26,12 @@ export async function createTestApp(
       }),
     ],
   }).compile();
-  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error', 'warn'] });
+  const app = moduleRef.createNestApplication(createHttpAdapter(adapter), { bodyParser: false, logger: ['error', 'warn'] });
   setUpApp(app);
   beforeInit(app);
   await runMigrations(app.get(DataSource));
   await app.init();
+  if (adapter === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<unknown> }).ready();
   return app;
 }
 

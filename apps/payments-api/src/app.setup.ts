@@ -1,15 +1,25 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { BODY_LIMIT_BYTES } from './http-adapter';
 
-/** What main.ts and the in-process tests both apply to the app. */
+/**
+ * What main.ts and the in-process tests both apply to the app. JSON bodies up to 1 MiB; larger
+ * ones get 413, malformed ones 400 (ProblemDetailsFilter). Fastify takes its limit in the
+ * adapter's constructor instead.
+ */
 export function setUpApp(app: INestApplication): void {
-  // JSON bodies up to 1 MiB; larger ones get 413, malformed ones 400 (ProblemDetailsFilter).
-  (app as NestExpressApplication).useBodyParser('json', { limit: 1024 * 1024 });
+  if (app.getHttpAdapter().getType() === 'express') {
+    (app as NestExpressApplication).useBodyParser('json', { limit: BODY_LIMIT_BYTES });
+  }
   app.enableShutdownHooks();
 }
 
-/** API docs at /docs (JSON at /docs-json); @Idempotent() routes document their key header. */
+/**
+ * API docs at /docs (JSON at /docs-json); @Idempotent() routes document their key header.
+ * On Fastify only the JSON is served: Swagger UI's assets need @fastify/static, whose majors
+ * the Swagger module and the Fastify adapter disagree on.
+ */
 export function setUpOpenApi(app: INestApplication): void {
   const config = new DocumentBuilder()
     .setTitle('Demo payments API')
@@ -18,5 +28,6 @@ export function setUpOpenApi(app: INestApplication): void {
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'demo_acme or demo_globex' })
     .addSecurityRequirements('bearer')
     .build();
-  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, config));
+  const ui = app.getHttpAdapter().getType() === 'express';
+  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, config), { ui, raw: ['json'] });
 }

@@ -7,6 +7,7 @@ import { AppModule } from './app.module';
 import { setUpApp, setUpOpenApi } from './app.setup';
 import { configFromEnv, positiveInteger } from './config';
 import { resolveDatabaseUrl } from './database/database-url';
+import { createHttpAdapter, httpAdapterKind } from './http-adapter';
 import { runMigrations } from './database/run-migrations';
 
 async function bootstrap(): Promise<void> {
@@ -23,12 +24,13 @@ async function bootstrap(): Promise<void> {
       port: positiveInteger(env, 'PROVIDER_PORT', 3001),
     }));
   const config = configFromEnv(env, databaseUrl, providerUrl);
-  const app = await NestFactory.create(AppModule.register(config), { bodyParser: false });
+  const adapter = createHttpAdapter(httpAdapterKind(env.HTTP_ADAPTER));
+  const app = await NestFactory.create(AppModule.register(config), adapter, { bodyParser: false });
   setUpApp(app);
   setUpOpenApi(app);
   await runMigrations(app.get(DataSource));
   const port = positiveInteger(env, 'PORT', 3000);
-  await app.listen(port);
+  await app.listen(port, '0.0.0.0');
   logger.log(`payments API listening on http://localhost:${port}, card processor at ${providerUrl}`);
   if (config.demoFaults) logger.warn('DEMO_FAULTS=1: X-Demo-Fault is honoured');
 }

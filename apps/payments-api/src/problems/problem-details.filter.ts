@@ -51,11 +51,16 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   }
 }
 
-/** body-parser errors carry `type` (`entity.too.large`, `entity.parse.failed`) and a 4xx status. */
+/**
+ * Errors of the body parsers: Express's body-parser sets `type` (`entity.too.large`,
+ * `entity.parse.failed`) and `status`; Fastify's content-type parser sets `code`
+ * (`FST_ERR_CTP_BODY_TOO_LARGE`, `FST_ERR_CTP_INVALID_JSON_BODY`…) and `statusCode`.
+ */
 function bodyParserErrorStatus(exception: unknown): number | undefined {
   if (typeof exception !== 'object' || exception === null) return undefined;
-  const { type, status } = exception as { type?: unknown; status?: unknown };
-  return typeof type === 'string' && type.startsWith('entity.') && typeof status === 'number'
-    ? status
-    : undefined;
+  const { type, status, code, statusCode } = exception as Record<string, unknown>;
+  if (typeof type === 'string' && type.startsWith('entity.') && typeof status === 'number') return status;
+  if (typeof code === 'string' && code.startsWith('FST_ERR_CTP') && typeof statusCode === 'number') return statusCode;
+  if (code === 'FST_ERR_BAD_STATUS_CODE' || (exception instanceof SyntaxError && statusCode === 400)) return 400;
+  return undefined;
 }
