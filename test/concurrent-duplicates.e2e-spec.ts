@@ -69,9 +69,9 @@ describe('concurrent duplicates under one key', () => {
       const slow = postRaw(url, '/v1/orders', body, {
         authorization: ACME.authorization,
         'idempotency-key': key,
-        'x-demo-fault': 'delay=5000', // well past the 2 s lock timeout, even on a loaded machine
+        'x-demo-fault': 'delay=6000', // well past the 2 s lock timeout, even on a loaded machine
       });
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 1000)); // a head start to claim the key
       const duplicates = await fire([url], key, body);
       const first = await slow;
 

@@ -243,11 +243,12 @@ describe.each([['express'], ['fastify']] as const)('POST /v1/orders (atomic idem
     const customerId = uniqueCustomer();
     const headers = { authorization: ACME.authorization, 'idempotency-key': key };
     const finished: string[] = [];
-    const slow = post({ customerId, amountCents: 100 }, { ...headers, 'x-demo-fault': 'delay=4000' }).then((res) => {
+    const slow = post({ customerId, amountCents: 100 }, { ...headers, 'x-demo-fault': 'delay=5000' }).then((res) => {
       finished.push('first');
       return res;
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // A head start for the slow one to claim the key; the rest of its 5 s is far past the 2 s lock timeout.
+    await new Promise((r) => setTimeout(r, 1000));
     const duplicate = await post({ customerId, amountCents: 100 }, headers);
     finished.push('duplicate');
 

@@ -148,8 +148,14 @@ describe('phased mode in a bare app', () => {
     const key = `k-${randomUUID()}`;
     const tag = `t-${randomUUID()}`;
     // .then() sends it now (supertest is lazy).
-    const slow = post('/phased/slow-write', { tag }, { 'idempotency-key': key, 'x-sleep': '2500' }).then((r) => r);
-    await sleep(1300); // past the one-second lease; the slow attempt is still inside its phase
+    const slow = post('/phased/slow-write', { tag }, { 'idempotency-key': key, 'x-sleep': '3000' }).then((r) => r);
+    // Once the slow attempt holds the key, its lease runs out (as a one-second lease would).
+    for (let i = 0; i < 100; i++) {
+      const [row] = await dataSource.query('SELECT 1 FROM idempotency_keys WHERE idem_key = $1', [key]);
+      if (row) break;
+      await sleep(20);
+    }
+    await dataSource.query('UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1', [key]);
     const takeover = await post('/phased/slow-write', { tag }, { 'idempotency-key': key });
     expect(takeover.status).toBe(201);
     expect(takeover.body).toEqual({ by: 'fast' });

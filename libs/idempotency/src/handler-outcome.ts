@@ -1,8 +1,9 @@
-import { type CallHandler, HttpException } from '@nestjs/common';
+import { HttpException } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
-import type { HttpResponseLike } from './http-exchange';
+import { httpResponse } from './http-exchange';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import type { StoredResponse } from './idempotency.options';
+import type { IdempotentRequest } from './idempotent-request';
 import { captureFailure, captureResponse } from './stored-response';
 
 /** The response to record, and whether it is a (deterministic) failure. */
@@ -27,20 +28,22 @@ export class UnstoredOutcome extends Error {
  * the handler must join.
  */
 export async function settleHandler(
-  next: CallHandler,
-  response: HttpResponseLike,
+  request: IdempotentRequest,
   options: ResolvedIdempotencyOptions,
   beforeStoringFailure: () => Promise<void> = async () => undefined,
 ): Promise<SettledHandler> {
+  const response = httpResponse(request.context);
   let captured: StoredResponse;
   try {
-    const value = await lastValueFrom(next.handle(), { defaultValue: undefined });
-    captured = captureResponse(value, response, options.storedHeaders);
+    const value = await lastValueFrom(request.next.handle(), { defaultValue: undefined });
+    captured = captureResponse(value, response, options.storedHeaders, request.serializeOptions);
   } catch (error) {
     if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
     await beforeStoringFailure();
     return { response: captureFailure(error, options.renderException(error), response, options.storedHeaders), failed: true };
   }
-  if (!options.shouldStore(captured.statusCode)) throw new UnstoredOutcome(captured);
+  // A returned result is the handler's success (redirects included): its writes commit with it.
+  // Only a returned error status goes through the policy.
+  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode)) throw new UnstoredOutcome(captured);
   return { response: captured, failed: false };
 }

@@ -24,6 +24,9 @@ import type { IdempotentRequest } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
 import { wireBody } from './stored-response';
 
+// Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
+const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
+
 /**
  * The request flow of an `@Idempotent()` route: read the key, the tenant and the fingerprint,
  * hand the request to its mode (atomic or phased), and send what it decided. No SQL here.
@@ -109,6 +112,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       context,
       next,
       route,
+      serializeOptions: this.reflector.getAllAndOverride(CLASS_SERIALIZER_OPTIONS, [context.getHandler(), context.getClass()]),
       id: { tenantId, scope, key },
       requestHash,
       label: keyLabel(tenantId, scope, key),
@@ -144,7 +148,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const response = httpResponse(context);
     adapter.status(response, stored.statusCode);
     for (const [name, value] of Object.entries({ ...stored.headers, ...extraHeaders })) {
-      adapter.setHeader(response, name, value);
+      adapter.setHeader(response, name, value as string); // arrays too (Set-Cookie): both adapters take them
     }
     return wireBody(stored);
   }

@@ -4,8 +4,8 @@ import type { IdempotencyEvent } from './events/idempotency-event';
 /** What the library stores and replays for one request. */
 export interface StoredResponse {
   statusCode: number;
-  /** Lower-cased header names; only the allowlisted ones are kept. */
-  headers: Record<string, string>;
+  /** Lower-cased header names; only the allowlisted ones are kept (Set-Cookie as an array). */
+  headers: Record<string, string | string[]>;
   /** The exact bytes sent to the first caller. */
   body: Buffer;
 }

@@ -1,4 +1,5 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import type { ClassTransformOptions } from 'class-transformer';
 import type { IdempotentOptions, StoredResponse } from './idempotency.options';
 import type { KeyId } from './idempotency-key.store';
 
@@ -7,6 +8,8 @@ export interface IdempotentRequest {
   context: ExecutionContext;
   next: CallHandler;
   route: IdempotentOptions;
+  /** The route's `@SerializeOptions()`, for class instances the handler returns. */
+  serializeOptions?: ClassTransformOptions;
   id: KeyId;
   requestHash: string;
   /** Short hash of the key for logs; raw keys never reach a log line. */

@@ -1,4 +1,5 @@
 import { StreamableFile, type HttpException } from '@nestjs/common';
+import { type ClassTransformOptions, instanceToPlain } from 'class-transformer';
 import { isObservable } from 'rxjs';
 import type { HttpResponseLike } from './http-exchange';
 import type { RenderedException, StoredResponse } from './idempotency.options';
@@ -8,13 +9,15 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const STRING_CONTENT_TYPE = 'text/html; charset=utf-8';
 
 /**
- * Serialises the handler's result the way it will go on the wire, so the bytes stored are the
- * bytes sent: the first response is sent from this very buffer, like every replay after it.
+ * Serialises the handler's result once, the way it will go on the wire. Class instances go
+ * through class-transformer with the route's `@SerializeOptions()` first, as
+ * ClassSerializerInterceptor would do: `@Exclude()`d fields are never stored nor sent.
  */
 export function captureResponse(
   value: unknown,
   response: HttpResponseLike,
   storedHeaders: readonly string[],
+  serializeOptions: ClassTransformOptions = {},
 ): StoredResponse {
   const headers = pickHeaders(response, storedHeaders);
   let body = '';
@@ -25,8 +28,8 @@ export function captureResponse(
     if (Buffer.isBuffer(value) || value instanceof StreamableFile || isObservable(value)) {
       throw new TypeError('an @Idempotent() handler must return a JSON-serialisable value or a string');
     }
-    body = JSON.stringify(value);
-    headers['content-type'] = JSON_CONTENT_TYPE;
+    body = JSON.stringify(typeof value === 'object' ? instanceToPlain(value, serializeOptions) : value);
+    headers['content-type'] ??= JSON_CONTENT_TYPE;
   }
   return { statusCode: response.statusCode, headers, body: Buffer.from(body, 'utf8') };
 }
@@ -51,18 +54,25 @@ export function captureFailure(
   };
 }
 
-/** What the router should send as the body: nothing at all when nothing was stored. */
-export function wireBody(stored: StoredResponse): string | undefined {
-  return stored.body.length === 0 && !stored.headers['content-type']
-    ? undefined
-    : stored.body.toString('utf8');
+/**
+ * What the interceptor hands on to the interceptors around it and to the router: the parsed
+ * value for a JSON body (so they see a value, as from any handler; Express and Fastify turn it
+ * back into exactly the stored bytes, as JSON.stringify(JSON.parse(s)) === s for the output of
+ * JSON.stringify), the text otherwise, nothing at all when nothing was stored.
+ */
+export function wireBody(stored: StoredResponse): unknown {
+  const contentType = String(stored.headers['content-type'] ?? '');
+  if (stored.body.length === 0 && !contentType) return undefined;
+  const text = stored.body.toString('utf8');
+  return /[/+]json\b/.test(contentType) && text.length > 0 ? JSON.parse(text) : text;
 }
 
-function pickHeaders(response: HttpResponseLike, names: readonly string[]): Record<string, string> {
-  const headers: Record<string, string> = {};
+function pickHeaders(response: HttpResponseLike, names: readonly string[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
   for (const name of names) {
     const value = response.getHeader(name);
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    // Arrays stay arrays: Set-Cookie values must not be joined.
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.map(String) : String(value);
   }
   return headers;
 }

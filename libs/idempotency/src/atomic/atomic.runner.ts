@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
-import { httpResponse } from '../http-exchange';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
@@ -36,7 +35,7 @@ export class AtomicRunner implements IdempotentRunner {
         if (replay) return { kind: 'replayed', response: replay };
         this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
         await this.store.savepoint();
-        const { response, failed } = await settleHandler(request.next, httpResponse(request.context), this.options, () =>
+        const { response, failed } = await settleHandler(request, this.options, () =>
           this.store.rollbackToSavepoint(),
         );
         await this.store.complete(id, response);

@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler } from '../handler-outcome';
-import { httpRequest, httpResponse } from '../http-exchange';
+import { httpRequest } from '../http-exchange';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
@@ -61,7 +61,7 @@ export class PhasedRunner implements IdempotentRunner {
     });
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
     try {
-      const { response, failed } = await settleHandler(request.next, httpResponse(request.context), this.options);
+      const { response, failed } = await settleHandler(request, this.options);
       if (!(await this.store.completeLease(id, owner, response))) throw new LeaseLostError('finished');
       this.logger.debug(`key ${label} completed with ${response.statusCode}`);
       return { kind: 'executed', response, failed };
