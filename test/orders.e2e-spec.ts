@@ -149,8 +149,9 @@ describe.each([['express'], ['fastify']] as const)('POST /v1/orders (atomic idem
     const customerId = uniqueCustomer();
     const none = await post({ customerId, amountCents: 100 }, { 'idempotency-key': key });
     const wrong = await post({ customerId, amountCents: 100 }, { authorization: 'Bearer demo_nobody', 'idempotency-key': key });
+    const inherited = await post({ customerId, amountCents: 100 }, { authorization: 'Bearer __proto__', 'idempotency-key': key });
 
-    expect([none.status, wrong.status]).toEqual([401, 401]);
+    expect([none.status, wrong.status, inherited.status]).toEqual([401, 401, 401]);
     expect(none.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(await db.query('SELECT 1 FROM idempotency_keys WHERE idem_key = $1', [key])).toHaveLength(0);
     expect(await db.query('SELECT 1 FROM orders WHERE customer_id = $1', [customerId])).toHaveLength(0);

@@ -11,17 +11,27 @@ export function defaultShouldStore(statusCode: number): boolean {
   return false;
 }
 
-interface Principal {
-  tenantId?: unknown;
-  id?: unknown;
-  sub?: unknown;
-}
+/** Principal fields read by the default resolver, first match wins. */
+const PRINCIPAL_FIELDS = ['tenantId', 'userId', 'id', 'sub'] as const;
 
-/** The authenticated principal a guard or Passport put on the request; never a raw header. */
+/**
+ * The authenticated principal a guard or Passport put on `request.user`; never a raw header.
+ * No principal at all: the anonymous scope. A principal without a usable id fails closed (an
+ * error, not a shared scope), so two users can never meet in one key space by accident.
+ */
 export const principalTenantResolver: TenantResolver = (context: ExecutionContext) => {
-  const user = context.switchToHttp().getRequest<{ user?: Principal }>().user;
-  const tenant = user?.tenantId ?? user?.id ?? user?.sub;
-  return tenant === undefined || tenant === null ? undefined : String(tenant);
+  const user = context.switchToHttp().getRequest<{ user?: unknown }>().user;
+  if (user === undefined || user === null) return undefined;
+  if (typeof user === 'object') {
+    for (const field of PRINCIPAL_FIELDS) {
+      const value = (user as Record<string, unknown>)[field];
+      if ((typeof value === 'string' && value !== '') || typeof value === 'number') return String(value);
+    }
+  }
+  throw new Error(
+    'IdempotencyModule: request.user has no tenantId, userId, id or sub to scope keys by; ' +
+      'set the tenantResolver option',
+  );
 };
 
 export interface ResolvedCleanupOptions {

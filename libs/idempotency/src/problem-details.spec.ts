@@ -1,6 +1,5 @@
 import { BadRequestException, HttpException, NotFoundException, UnprocessableEntityException } from '@nestjs/common';
 import { problemFromException } from './problem-details';
-import { defaultShouldStore } from './idempotency.defaults';
 
 describe('problemFromException', () => {
   it('keeps a response that already is a problem, forcing the real status', () => {
@@ -33,12 +32,5 @@ describe('problemFromException', () => {
       title: 'Gone',
       status: 410,
     });
-  });
-});
-
-describe('defaultShouldStore', () => {
-  it('stores 2xx and 4xx except 408, 409, 425 and 429; releases the rest', () => {
-    expect([200, 201, 204, 400, 404, 422].every(defaultShouldStore)).toBe(true);
-    expect([408, 409, 425, 429, 500, 502, 503, 504, 302].some(defaultShouldStore)).toBe(false);
   });
 });

@@ -2,11 +2,14 @@ import { type CanActivate, type ExecutionContext, Injectable, UnauthorizedExcept
 import { Reflector } from '@nestjs/core';
 import { IS_PUBLIC } from './public.decorator';
 
-/** The demo's API keys. A real app would look hashed keys up in a table. */
-const TENANTS_BY_API_KEY: Readonly<Record<string, string>> = {
-  demo_acme: 'acme',
-  demo_globex: 'globex',
-};
+/**
+ * The demo's API keys. A real app would look hashed keys up in a table. A Map, not an object
+ * literal: `Bearer __proto__` must not find an inherited property.
+ */
+const TENANTS_BY_API_KEY: ReadonlyMap<string, string> = new Map([
+  ['demo_acme', 'acme'],
+  ['demo_globex', 'globex'],
+]);
 
 export interface AuthenticatedPrincipal {
   tenantId: string;
@@ -30,7 +33,7 @@ export class ApiKeyGuard implements CanActivate {
       .switchToHttp()
       .getRequest<{ headers: Record<string, string | undefined>; user?: AuthenticatedPrincipal }>();
     const match = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '');
-    const tenantId = match ? TENANTS_BY_API_KEY[match[1]] : undefined;
+    const tenantId = match ? TENANTS_BY_API_KEY.get(match[1]) : undefined;
     if (!tenantId) {
       throw new UnauthorizedException('A valid API key is required: Authorization: Bearer <key>.');
     }
