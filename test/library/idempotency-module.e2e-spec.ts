@@ -1,4 +1,13 @@
-import { type ExecutionContext, type INestApplication, Module } from '@nestjs/common';
+import {
+  type CallHandler,
+  ClassSerializerInterceptor,
+  type ExecutionContext,
+  type INestApplication,
+  Module,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { map } from 'rxjs';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { IdempotencyModule, IdempotencyProblemType } from 'nestjs-pg-idempotency';
@@ -156,6 +165,44 @@ describe('IdempotencyModule in a bare app (forRoot, defaults)', () => {
     expect(await effects(dataSource, t)).toEqual(['class-level']);
   });
 
+  it('commits the write of a returned redirect (303) and replays it', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/redirect', { tag: t }, { 'idempotency-key': k }).expect(303);
+    const again = await post('/redirect', { tag: t }, { 'idempotency-key': k }).expect(303);
+    expect(again.headers.location).toBe(first.headers.location);
+    expect(await effects(dataSource, t)).toEqual(['redirect']);
+    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ status: 'completed', response_code: 303 })]);
+  });
+
+  it('gives the handler the usual lock_timeout, not the claim’s', async () => {
+    const res = await post('/lock-timeout', { tag: tag() }, { 'idempotency-key': key() }).expect(201);
+    expect(res.body).toEqual({ lockTimeout: '0' });
+  });
+
+  it('keeps a content type the handler set, on the first answer and on the replay', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/vendor-json', { tag: t }, { 'idempotency-key': k }).expect(201);
+    const again = await post('/vendor-json', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(again.text).toBe(first.text);
+    expect(first.headers['content-type']).toMatch(/^application\/vnd\.api\+json/);
+    expect(again.headers['content-type']).toBe(first.headers['content-type']);
+  });
+
+  it('keeps a default that changes on every creation out of the fingerprint: an honest retry replays', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    const again = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
+    expect(again.text).toBe(first.text);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+  });
+
+  it('lets safe methods through a class-level @Idempotent() without a key', async () => {
+    await request(app.getHttpServer()).get('/class-level').expect(200);
+  });
+
   it('leaves undecorated routes alone', async () => {
     await request(app.getHttpServer()).get('/plain').set('idempotency-key', '').expect(200);
   });
@@ -239,5 +286,38 @@ describe('IdempotencyModule.forRootAsync with every option set', () => {
     await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-b', 'x-currency': 'usd' }).expect(201);
     await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'eur' }).expect(422);
     expect(await effects(dataSource, t)).toEqual(['widgets', 'widgets']);
+  });
+});
+
+/** A response-wrapping interceptor, as many apps register globally. */
+class WrapInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(map((data) => ({ data })));
+  }
+}
+
+describe('IdempotencyModule under global interceptors (ClassSerializerInterceptor, a wrapper)', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
+      nest.useGlobalInterceptors(new WrapInterceptor(), new ClassSerializerInterceptor(nest.get(Reflector))),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('never stores nor sends an @Exclude()d field, and outer interceptors see a value, first time and on replay', async () => {
+    const k = key();
+    const t = tag();
+    const post = () => request(app.getHttpServer()).post('/account').set('idempotency-key', k).send({ tag: t });
+    const first = await post().expect(201);
+    const replay = await post().expect(201);
+
+    expect(first.body).toEqual({ data: { id: expect.any(Number), email: `${t}@example.com` } });
+    expect(replay.text).toBe(first.text);
+    expect(first.text).not.toContain('SECRET');
+    const [row] = await dataSource.query('SELECT response_body FROM idempotency_keys WHERE idem_key = $1', [k]);
+    expect(row.response_body.toString('utf8')).not.toContain('SECRET');
+    expect(await effects(dataSource, t)).toEqual(['account']);
   });
 });

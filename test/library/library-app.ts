@@ -2,6 +2,7 @@ import {
   Body,
   Controller,
   Get,
+  Header,
   HttpCode,
   type INestApplication,
   Injectable,
@@ -16,6 +17,7 @@ import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Exclude } from 'class-transformer';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { ClsModule } from 'nestjs-cls';
 import { Idempotent } from 'nestjs-pg-idempotency';
@@ -36,6 +38,23 @@ export class Effects {
     );
     return row.id;
   }
+
+  lockTimeout(): Promise<{ lock_timeout: string }[]> {
+    return this.txHost.tx.query('SHOW lock_timeout');
+  }
+}
+
+export class Account {
+  constructor(
+    readonly id: number,
+    readonly email: string,
+    passwordHash: string,
+  ) {
+    this.passwordHash = passwordHash;
+  }
+
+  @Exclude()
+  passwordHash: string;
 }
 
 class ThingDto {
@@ -45,6 +64,11 @@ class ThingDto {
   @IsOptional()
   @IsInt()
   size: number = 1;
+
+  /** A default that differs on every creation: it must stay out of the fingerprint. */
+  @IsOptional()
+  @IsString()
+  requestedAt: string = new Date(Date.now() + Math.random()).toISOString() + Math.random();
 }
 
 @Controller()
@@ -116,6 +140,40 @@ export class LibraryTestController {
     return { id };
   }
 
+  /** A redirect after a write (POST-redirect-GET): a success, so its write commits. */
+  @Post('redirect')
+  @HttpCode(303)
+  @Idempotent()
+  async redirect(@Body() body: ThingDto, @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void }) {
+    const id = await this.effects.record('redirect', body.tag);
+    res.setHeader('location', `/things/${id}`);
+  }
+
+  /** The handler's lock_timeout: the claim's bound must not leak into it. */
+  @Post('lock-timeout')
+  @Idempotent()
+  async lockTimeout(@Body() body: ThingDto) {
+    await this.effects.record('lock-timeout', body.tag);
+    const [row] = await this.effects.lockTimeout();
+    return { lockTimeout: row.lock_timeout };
+  }
+
+  /** A class instance with a secret: serialised like ClassSerializerInterceptor would. */
+  @Post('account')
+  @Idempotent()
+  async account(@Body() body: ThingDto) {
+    const id = await this.effects.record('account', body.tag);
+    return new Account(id, `${body.tag}@example.com`, 'SECRET-HASH');
+  }
+
+  /** A vendor JSON type set by the handler is kept. */
+  @Post('vendor-json')
+  @Header('Content-Type', 'application/vnd.api+json')
+  @Idempotent()
+  async vendorJson(@Body() body: ThingDto) {
+    return { data: { id: await this.effects.record('vendor-json', body.tag) } };
+  }
+
   @Get('plain')
   plain() {
     return { ok: true };
@@ -131,10 +189,18 @@ export class ClassLevelController {
   async create(@Body() body: ThingDto) {
     return { id: await this.effects.record('class-level', body.tag) };
   }
+
+  @Get()
+  list() {
+    return [];
+  }
 }
 
 /** A bare Nest app using the library as a user would: TypeORM, nestjs-cls, the module. */
-export async function createLibraryApp(idempotencyModule: NonNullable<ModuleMetadata['imports']>[number]): Promise<{
+export async function createLibraryApp(
+  idempotencyModule: NonNullable<ModuleMetadata['imports']>[number],
+  configure: (app: INestApplication) => void = () => undefined,
+): Promise<{
   app: INestApplication;
   dataSource: DataSource;
 }> {
@@ -157,6 +223,7 @@ export async function createLibraryApp(idempotencyModule: NonNullable<ModuleMeta
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   app.useGlobalPipes(new ValidationPipe({ transform: true }));
+  configure(app);
   const dataSource = app.get(DataSource);
   await runMigrations(dataSource);
   await dataSource.query(

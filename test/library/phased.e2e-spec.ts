@@ -168,7 +168,31 @@ describe('phased mode in a bare app', () => {
       'SELECT status, step_state FROM idempotency_keys WHERE idem_key = $1',
       [key],
     );
-    expect(keyRow).toEqual({ status: 'completed', step_state: { write: { by: 'fast' } } });
+    expect(keyRow).toEqual({ status: 'completed', step_state: { write: '{"by":"fast"}' } });
+  });
+
+  it('keeps the recovery points of a key in progress past its time to live; a new claim after completion gets new child keys', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    const expire = () =>
+      dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`, [key]);
+    await post('/phased/two-calls', { tag }, { 'idempotency-key': key, 'x-fail-between': '1' }).expect(503);
+    await expire();
+
+    // In progress: the retry resumes, the first charge is not made again.
+    const resumed = await post('/phased/two-calls', { tag }, { 'idempotency-key': key }).expect(201);
+    expect(resumed.body.resumed).toBe(true);
+    expect(await providerCharges(providerUrl, `${tag}-first`)).toHaveLength(1);
+
+    // Completed and expired: the key names a new operation, which the provider must not
+    // deduplicate into the old one.
+    await expire();
+    const fresh = await post('/phased/two-calls', { tag }, { 'idempotency-key': key }).expect(201);
+    expect(fresh.body.resumed).toBe(false);
+    expect(fresh.body.first).not.toBe(resumed.body.first);
+    const firsts = await providerCharges(providerUrl, `${tag}-first`);
+    expect(firsts).toHaveLength(2);
+    expect(firsts[0].idempotencyKey).not.toBe(firsts[1].idempotencyKey);
   });
 
   it('requires a key on a phased route', async () => {

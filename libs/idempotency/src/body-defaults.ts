@@ -35,9 +35,17 @@ function bodyType(controller: object, handler: Handler): ClassType | null {
  * The body as the handler will see it after `ValidationPipe({ transform: true })`: the DTO's
  * property initialisers supply the defaults, so `{}` and `{ currency: 'usd' }` hash the same
  * when `currency` defaults to `'usd'`. The claim runs before pipes, hence this re-creation.
+ * A default that differs between two creations (a timestamp, a random id) is left out: it
+ * would make every honest retry look like another request.
  */
 export function bodyWithDefaults(controller: object, handler: Handler, body: unknown): unknown {
   const type = bodyType(controller, handler);
   if (!type || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  return plainToInstance(type, body);
+  const withDefaults = plainToInstance(type, body) as Record<string, unknown>;
+  const again = plainToInstance(type, body) as Record<string, unknown>;
+  for (const field of Object.keys(withDefaults)) {
+    if (field in body) continue;
+    if (JSON.stringify(withDefaults[field]) !== JSON.stringify(again[field])) delete withDefaults[field];
+  }
+  return withDefaults;
 }

@@ -4,7 +4,7 @@ import type { ExistingKey } from './idempotency-key.store';
 
 /**
  * What a request meets when its key is already taken, the same in every mode:
- * - `'expired'`: the row outlived its time to live; the key is to be claimed as new;
+ * - `'expired'`: the completed row outlived its time to live; the key is to be claimed as new;
  * - a stored response to replay, when the request is the same and completed;
  * - a rejection: 422 for another request under this key, 409 while it is still running.
  */
@@ -13,7 +13,8 @@ export function resolveExistingKey(
   requestHash: string,
   retryAfterSeconds: number,
 ): 'expired' | StoredResponse {
-  if (existing.expired) return 'expired';
+  // Only a completed key expires; one in progress keeps its recovery points for its retries.
+  if (existing.expired && existing.status === 'completed') return 'expired';
   if (existing.requestHash !== requestHash) throw IdempotencyRejection.keyReused();
   if (existing.status === 'completed' && existing.response) return existing.response;
   const wait = Math.max(1, existing.leaseSecondsLeft ?? retryAfterSeconds);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredResponse } from './idempotency.options';
+import { ClaimLockTimeoutError, isLockTimeout } from './postgres-errors';
 import { TransactionHostRef } from './transaction-host.ref';
 
 /** Identifies one key: the primary key of `idempotency_keys`. */
@@ -23,7 +24,13 @@ export type ClaimResult = { claimed: true } | { claimed: false; existing?: Exist
 
 /** Phased mode: a claimed lease and what the earlier attempts committed. */
 export type LeaseClaim =
-  | { claimed: true; recoveryPoint: string | null; stepState: Record<string, unknown> }
+  | {
+      claimed: true;
+      recoveryPoint: string | null;
+      stepState: Record<string, unknown>;
+      /** Identifies this claim of the key (its row's creation): a key claimed anew after it expired gets another. */
+      generation: string;
+    }
   | { claimed: false };
 
 interface KeyRow {
@@ -70,7 +77,7 @@ export class IdempotencyKeyStore {
     ttlSeconds: number,
     lockTimeoutMs: number,
   ): Promise<ClaimResult> {
-    const rows: KeyRow[] = await this.query(
+    const rows: KeyRow[] = await this.claimQuery(
       `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
@@ -108,8 +115,10 @@ export class IdempotencyKeyStore {
     owner: string,
     lockTimeoutMs: number,
   ): Promise<LeaseClaim> {
-    const rows: { recovery_point: string | null; step_state: Record<string, unknown> | null }[] =
-      await this.query(
+    const rows: { recovery_point: string | null; step_state: Record<string, string> | null; generation: string }[] =
+      await this.claimQuery(
+        // A key in progress never expires under its retries: a takeover extends its time to
+        // live, so the recovery points it holds are never thrown away for a fresh start.
         `INSERT INTO idempotency_keys AS k (tenant_id, endpoint, idem_key, request_hash, status,
                 expires_at, locked_until, lease_owner, step_state)
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5),
@@ -117,10 +126,11 @@ export class IdempotencyKeyStore {
            FROM (SELECT set_config('lock_timeout', $8, true)) AS bounded_wait
          ON CONFLICT (tenant_id, endpoint, idem_key) DO UPDATE
             SET locked_until = EXCLUDED.locked_until, lease_owner = EXCLUDED.lease_owner,
-                updated_at = now()
+                expires_at = GREATEST(k.expires_at, EXCLUDED.expires_at), updated_at = now()
           WHERE k.status = 'in_progress' AND k.locked_until <= now()
-            AND k.request_hash = EXCLUDED.request_hash AND k.expires_at > now()
-         RETURNING k.recovery_point, k.step_state`,
+            AND k.request_hash = EXCLUDED.request_hash
+         RETURNING k.recovery_point, k.step_state,
+                   (extract(epoch FROM k.created_at) * 1000000)::bigint::text AS generation`,
         [
           id.tenantId,
           id.scope,
@@ -134,7 +144,11 @@ export class IdempotencyKeyStore {
       );
     const row = rows[0];
     if (!row) return { claimed: false };
-    return { claimed: true, recoveryPoint: row.recovery_point, stepState: row.step_state ?? {} };
+    // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
+    const stepState = Object.fromEntries(
+      Object.entries(row.step_state ?? {}).map(([step, json]) => [step, JSON.parse(json)]),
+    );
+    return { claimed: true, recoveryPoint: row.recovery_point, stepState, generation: row.generation };
   }
 
   /** Reads the row that beat this claim. */
@@ -146,9 +160,13 @@ export class IdempotencyKeyStore {
     return rows[0] ? toExistingKey(rows[0]) : undefined;
   }
 
-  /** Removes a row past its time to live, so the key can be claimed as new. */
+  /**
+   * Removes a completed row past its time to live, so the key can be claimed as new. Rows in
+   * progress are left alone: their recovery points outlive the time to live (the cleanup removes
+   * them once abandoned).
+   */
   async deleteExpired(id: KeyId): Promise<void> {
-    await this.query(`DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND expires_at <= now()`, [
+    await this.query(`DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND expires_at <= now() AND status = 'completed'`, [
       id.tenantId,
       id.scope,
       id.key,
@@ -182,7 +200,7 @@ export class IdempotencyKeyStore {
     const updated = await this.countUpdated(
       `UPDATE idempotency_keys
           SET recovery_point = $5,
-              step_state = step_state || jsonb_build_object($5::text, $6::jsonb),
+              step_state = step_state || jsonb_build_object($5::text, $6::text),
               locked_until = now() + make_interval(secs => $7), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
       [id.tenantId, id.scope, id.key, owner, step, JSON.stringify(result ?? null), leaseSeconds],
@@ -211,17 +229,40 @@ export class IdempotencyKeyStore {
     );
   }
 
-  /** Marks where a stored failure rolls the handler's writes back to, keeping the claim. */
+  /**
+   * Marks where a stored failure rolls the handler's writes back to, keeping the claim, and
+   * gives the handler the usual `lock_timeout` back (the claim's bound is for the claim only).
+   * Two statements in one round trip: no parameters, so the simple query protocol takes both.
+   */
   async savepoint(): Promise<void> {
-    await this.query('SAVEPOINT idempotency_handler');
+    await this.query('SET LOCAL lock_timeout TO DEFAULT; SAVEPOINT idempotency_handler');
   }
 
   async rollbackToSavepoint(): Promise<void> {
     await this.query('ROLLBACK TO SAVEPOINT idempotency_handler');
   }
 
-  private query<T = unknown>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return this.transactions.host.tx.query(sql, params);
+  private async query<T = unknown>(sql: string, params: unknown[] = []): Promise<T[]> {
+    try {
+      return await this.transactions.host.tx.query(sql, params);
+    } catch (error) {
+      // TypeORM keeps the bound parameters on the error; they hold the raw key, which must never
+      // reach a log line.
+      if (typeof error === 'object' && error !== null && 'parameters' in error) {
+        (error as { parameters?: unknown }).parameters = ['[redacted]'];
+      }
+      throw error;
+    }
+  }
+
+  /** A claim statement: its lock timeout is the 409 case, told apart from any other. */
+  private async claimQuery<T>(sql: string, params: unknown[]): Promise<T[]> {
+    try {
+      return await this.query<T>(sql, params);
+    } catch (error) {
+      if (isLockTimeout(error)) throw new ClaimLockTimeoutError();
+      throw error;
+    }
   }
 
   /** Row count of an UPDATE, as a SELECT so the driver's result has one shape. */

@@ -24,6 +24,8 @@ import type { IdempotentRequest } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
 import { wireBody } from './stored-response';
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 // Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
 const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
 
@@ -50,6 +52,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       context.getClass(),
     ]);
     if (!route || context.getType() !== 'http') return next.handle();
+    // Safe methods are idempotent by HTTP semantics: a class-level @Idempotent() leaves them be.
+    if (SAFE_METHODS.has(httpRequest(context).method.toUpperCase())) return next.handle();
     return defer(() => this.handle(context, next, route));
   }
 

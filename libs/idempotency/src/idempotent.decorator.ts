@@ -9,6 +9,12 @@ import type { IdempotentOptions } from './idempotency.options';
  * On a class it applies to every route of the controller; a method's options win.
  */
 export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
+  for (const name of ['ttlSeconds', 'leaseSeconds'] as const) {
+    const value = options[name];
+    if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
+      throw new Error(`@Idempotent(): ${name} must be a positive integer, got ${value}`);
+    }
+  }
   return applyDecorators(
     // A phased attempt must be resumable by its retry, which needs the key.
     SetMetadata(IDEMPOTENT_ROUTE, { ...options, required: options.phased ? true : (options.required ?? true) }),

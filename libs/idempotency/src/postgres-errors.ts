@@ -10,3 +10,14 @@ export function sqlState(error: unknown): string | undefined {
   const code = candidate.driverError?.code ?? candidate.code;
   return typeof code === 'string' ? code : undefined;
 }
+
+/**
+ * The claim itself waited `lock_timeout` behind an uncommitted twin. Only this becomes a 409:
+ * a lock timeout inside the handler is the handler's own failure.
+ */
+export class ClaimLockTimeoutError extends Error {
+  constructor() {
+    super('the claim timed out waiting for a concurrent request with the same key');
+    this.name = 'ClaimLockTimeoutError';
+  }
+}

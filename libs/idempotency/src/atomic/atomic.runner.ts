@@ -8,7 +8,7 @@ import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { isLockTimeout } from '../postgres-errors';
+import { ClaimLockTimeoutError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 
 /**
@@ -43,7 +43,7 @@ export class AtomicRunner implements IdempotentRunner {
         return { kind: 'executed', response, failed };
       });
     } catch (error) {
-      if (isLockTimeout(error)) {
+      if (error instanceof ClaimLockTimeoutError) {
         this.logger.debug(`key ${label} is held by a running request (lock timeout)`);
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
       }

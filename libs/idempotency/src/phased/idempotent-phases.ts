@@ -10,6 +10,8 @@ export interface PhasesContext {
   owner: string;
   leaseSeconds: number;
   childKeyHeader: string;
+  /** This claim of the key; part of every child key, see `childKey`. */
+  generation: string;
   recoveryPoint: string | null;
   stepState: Record<string, unknown>;
   store: IdempotencyKeyStore;
@@ -74,10 +76,14 @@ export class IdempotentPhases {
     return this.remember(name, value) as T;
   }
 
-  /** The key for the downstream call `step`: the same on every retry of this request. */
+  /**
+   * The key for the downstream call `step`: the same on every retry of this request, different
+   * for another tenant or route using the same key, and for the same key claimed anew after it
+   * expired (a new operation must not be deduplicated into the old one downstream).
+   */
   childKey(step: string): string {
     const { tenantId, scope, key } = this.context.id;
-    return childKey(`${tenantId}\u0000${scope}\u0000${key}`, step);
+    return childKey(`${tenantId}\u0000${scope}\u0000${key}\u0000${this.context.generation}`, step);
   }
 
   /** `fetch` that sends `childKey(step)` as the downstream idempotency key (never ours). */
@@ -85,7 +91,9 @@ export class IdempotentPhases {
     const { timeoutMs, ...requestInit } = init;
     const headers = new Headers(requestInit.headers);
     headers.set(this.context.childKeyHeader, this.childKey(step));
-    const signal = timeoutMs === undefined ? requestInit.signal : AbortSignal.timeout(timeoutMs);
+    const signals = [requestInit.signal, timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)];
+    const present = signals.filter((signal): signal is AbortSignal => !!signal);
+    const signal = present.length > 1 ? AbortSignal.any(present) : present[0];
     return fetch(url, { ...requestInit, headers, signal });
   }
 

@@ -10,7 +10,7 @@ import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { isLockTimeout } from '../postgres-errors';
+import { ClaimLockTimeoutError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { IdempotentPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
@@ -54,6 +54,7 @@ export class PhasedRunner implements IdempotentRunner {
       owner,
       leaseSeconds,
       childKeyHeader: this.options.headerName,
+      generation: claim.lease.generation,
       recoveryPoint: claim.lease.recoveryPoint,
       stepState: claim.lease.stepState,
       store: this.store,
@@ -92,7 +93,7 @@ export class PhasedRunner implements IdempotentRunner {
       try {
         lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
       } catch (error) {
-        if (isLockTimeout(error)) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
+        if (error instanceof ClaimLockTimeoutError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };
