@@ -12,6 +12,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import { bodyWithDefaults } from './body-defaults';
+import { bindCurrentOperation } from './current-operation';
 import { keyLabel, requestFingerprint } from './fingerprint';
 import { headerValue, httpRequest, httpResponse, routePattern } from './http-exchange';
 import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_ROUTE } from './idempotency.constants';
@@ -106,6 +107,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const label = keyLabel(id.tenantId, id.scope, id.key);
     try {
       return await this.txHost.withTransaction(async () => {
+        // Lets the outbox derive stable message ids from this key (see Outbox.publish).
+        bindCurrentOperation({ kind: 'request', ...id });
         const replay = await this.claim(id, requestHash, route.ttlSeconds ?? this.options.ttlSeconds, label);
         if (replay) return { kind: 'replayed', response: replay };
         await this.store.savepoint();
