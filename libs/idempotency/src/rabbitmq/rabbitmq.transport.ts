@@ -44,6 +44,8 @@ export class RabbitMqTransport implements MessagingTransport {
   private connection?: ConnectionManager;
   private channel?: ChannelWrapper;
   private readonly declaredQueues = new Set<string>();
+  private lastChannelError?: string;
+  private closing = false;
 
   constructor(private readonly options: RabbitMqTransportOptions) {}
 
@@ -56,21 +58,17 @@ export class RabbitMqTransport implements MessagingTransport {
     const connection = acm.connect(urls, { heartbeatIntervalInSeconds: 10, reconnectTimeInSeconds: 1 });
     connection.on('disconnect', ({ err }) => this.logger.warn(`disconnected: ${err?.message ?? 'closed'}`));
     this.connection = connection;
-    this.channel = connection.createChannel({
-      json: false,
-      confirm: true,
-      publishTimeout: this.options.publishTimeoutMs ?? 10_000,
-      setup: (channel: ConfirmChannel) => this.declareTopology(channel),
-    });
+    const channel = this.openChannel();
     const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
     try {
-      await withTimeout(this.channel.waitForConnect(), timeoutMs);
+      await withTimeout(channel.waitForConnect(), timeoutMs);
     } catch {
       this.logger.warn(`not connected after ${timeoutMs} ms; publishing waits for the connection`);
     }
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.channel?.close().catch(() => undefined);
     await this.connection?.close().catch(() => undefined);
     this.channel = undefined;
@@ -86,12 +84,18 @@ export class RabbitMqTransport implements MessagingTransport {
       type: message.routingKey,
       headers: message.headers,
     };
-    await this.requireChannel().publish(
-      message.exchange,
-      message.routingKey,
-      Buffer.from(JSON.stringify(message.payload), 'utf8'),
-      options,
-    );
+    try {
+      await this.requireChannel().publish(
+        message.exchange,
+        message.routingKey,
+        Buffer.from(JSON.stringify(message.payload), 'utf8'),
+        options,
+      );
+    } catch (error) {
+      const reason = this.lastChannelError;
+      this.lastChannelError = undefined;
+      throw reason ? new Error(`${error instanceof Error ? error.message : String(error)}: ${reason}`) : error;
+    }
   }
 
   delivery(context: ExecutionContext, consumer: string): InboxDelivery | undefined {
@@ -104,6 +108,47 @@ export class RabbitMqTransport implements MessagingTransport {
     return new RabbitMqDelivery(channel, message, (delivered, reason) =>
       this.sendToDeadLetterQueue(queue, delivered, reason),
     );
+  }
+
+  /** The publisher channel: confirms on, topology declared on every (re)connect. */
+  private openChannel(): ChannelWrapper {
+    this.declaredQueues.clear();
+    const wrapper = (this.connection as ConnectionManager).createChannel({
+      json: false,
+      confirm: true,
+      publishTimeout: this.options.publishTimeoutMs ?? 10_000,
+      setup: (channel: ConfirmChannel) => {
+        let failed = false;
+        channel.on('error', (error: Error) => {
+          // The broker's reason (NOT_FOUND for a missing exchange…) only reaches this event;
+          // the failed publish itself just says "channel closed".
+          this.lastChannelError = error.message;
+          failed = true;
+        });
+        channel.once('close', () => {
+          if (failed) this.replaceChannel(wrapper);
+        });
+        return this.declareTopology(channel);
+      },
+    });
+    this.channel = wrapper;
+    return wrapper;
+  }
+
+  /**
+   * A channel error (one publish to a missing exchange) closes the channel but not the
+   * connection, and amqp-connection-manager reopens channels only when it reconnects: without
+   * this, every later publish would wait for a reconnect that never comes. Messages still queued
+   * on the old channel fail and the relay retries them.
+   */
+  private replaceChannel(broken: ChannelWrapper): void {
+    const timer = setTimeout(() => {
+      if (this.closing || this.channel !== broken || !this.connection) return;
+      this.logger.warn(`channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`);
+      this.openChannel();
+      void broken.close().catch(() => undefined);
+    }, 100);
+    timer.unref();
   }
 
   private deadLetterQueue(consumer: string): string {
