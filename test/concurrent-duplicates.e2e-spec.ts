@@ -69,7 +69,9 @@ describe('concurrent duplicates under one key', () => {
       const slow = postRaw(url, '/v1/orders', body, {
         authorization: ACME.authorization,
         'idempotency-key': key,
-        'x-demo-fault': 'delay=2500',
+        // 4 s: duplicates must reach their claim within (delay - 200 ms - lockTimeoutMs 2 s)
+        // to get 409; 2.5 s left 300 ms, too little on a busy 2-core machine.
+        'x-demo-fault': 'delay=4000',
       });
       await new Promise((r) => setTimeout(r, 200));
       const duplicates = await fire([url], key, body);

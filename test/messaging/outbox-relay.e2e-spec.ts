@@ -123,22 +123,24 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     const { messageId } = await txHost.withTransaction(() =>
       ledger.app.get(Outbox).publish({ exchange, routingKey: 'nowhere', payload: { probe: true } }),
     );
+    let row: { status: string; attempts: number; last_error: string; backed_off: boolean };
     try {
-      const row = await eventually('a failed attempt', async () => {
-        const [current] = await db.query<{ status: string; attempts: number; last_error: string; backed_off: boolean }>(
+      row = await eventually('a failed attempt', async () => {
+        const [current] = await db.query<typeof row & Record<string, unknown>>(
           `SELECT status, attempts, last_error, next_attempt_at > now() AS backed_off FROM outbox_messages WHERE message_id = $1`,
           [messageId],
         );
         return current.attempts >= 1 ? current : undefined;
       });
-      expect(row).toMatchObject({ status: 'pending', backed_off: true });
-      expect(row.last_error).toMatch(/NOT_FOUND|no exchange/i);
-      // The broker closed the relay's channel over it; the next event must still go out.
-      const orderId = await createOrder(app.url);
-      await eventually('the next event to be sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined), 5000);
     } finally {
+      // Otherwise it is retried (and refused) for good, taking the relay's channel down each time.
       await db.query(`DELETE FROM outbox_messages WHERE message_id = $1`, [messageId]);
     }
+    expect(row).toMatchObject({ status: 'pending', backed_off: true });
+    expect(row.last_error).toMatch(/NOT_FOUND|no exchange/i);
+    // The broker closed the relay's channel over it; the next event must still go out.
+    const orderId = await createOrder(app.url);
+    await eventually('the next event to be sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined), 5000);
   });
 
   it('publishes each event once with two relays running at once (FOR UPDATE SKIP LOCKED)', async () => {
