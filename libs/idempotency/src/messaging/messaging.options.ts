@@ -40,7 +40,10 @@ export interface OutboxOptions {
   backoffMaxMs?: number;
   /** How long sent rows are kept. Default 7 days. */
   retentionSeconds?: number;
-  /** Called after the broker confirmed a batch and before its rows are marked sent. */
+  /**
+   * Called after the broker confirmed a batch and before its rows are marked sent (metrics).
+   * If it throws, the batch rolls back and is published again: consumers see a duplicate.
+   */
   onPublished?: (messages: OutboxMessage[]) => void | Promise<void>;
 }
 
