@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { findFreePort, startEmbeddedPostgres } from '../../apps/payments-api/src/database/embedded-postgres';
+import { DEFAULT_TEST_AMQP_URL, probeBroker, redactUrl } from './broker-probe';
 import { TEST_STATE } from './test-state';
 
 /**
@@ -10,6 +11,7 @@ import { TEST_STATE } from './test-state';
  * start, as the demo does, under an advisory lock.
  */
 export default async function globalSetup(): Promise<void> {
+  await checkBroker();
   if (!process.env.DATABASE_URL) {
     const dataDir = resolve(__dirname, '../../.data', `test-postgres-${process.pid}`);
     rmSync(dataDir, { recursive: true, force: true });
@@ -25,4 +27,26 @@ export default async function globalSetup(): Promise<void> {
     // eslint-disable-next-line no-console
     console.log(`\nDATABASE_URL not set: embedded PostgreSQL at ${handle.url}`);
   }
+}
+
+/**
+ * The broker suites (test/messaging) need a real RabbitMQ at `TEST_AMQP_URL` (default
+ * amqp://guest:guest@127.0.0.1:5672). Without one they are skipped, saying why; with
+ * `REQUIRE_BROKER=1` (CI) a missing broker fails the run instead. Checked before PostgreSQL
+ * starts, so a failure here leaves nothing running.
+ */
+async function checkBroker(): Promise<void> {
+  const url = (process.env.TEST_AMQP_URL ||= DEFAULT_TEST_AMQP_URL);
+  const probe = await probeBroker(url);
+  if (probe.up) {
+    process.env.TEST_BROKER_STATUS = 'up';
+    return;
+  }
+  const reason = `no RabbitMQ at ${redactUrl(url)} (${probe.reason})`;
+  if (process.env.REQUIRE_BROKER === '1') {
+    throw new Error(`REQUIRE_BROKER=1 but ${reason}: start it (rabbitmq-server -detached) or set TEST_AMQP_URL`);
+  }
+  process.env.TEST_BROKER_STATUS = reason;
+  // eslint-disable-next-line no-console
+  console.warn(`\n${reason}: the RabbitMQ suites are SKIPPED. Start RabbitMQ, or set REQUIRE_BROKER=1 to fail instead.`);
 }

@@ -6,7 +6,10 @@ import { databaseUrl } from './test-app';
 
 const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');
 
-/** The built demo as a real OS process, on the run's database, with faults enabled. */
+/**
+ * The built demo as a real OS process, on the run's database, with faults enabled and messaging
+ * off unless the test passes `AMQP_URL` (see test/messaging/support/messaging-app.ts).
+ */
 export class AppProcess {
   private child?: ChildProcess;
   private exited?: Promise<number | null>;
@@ -14,7 +17,7 @@ export class AppProcess {
 
   private constructor(
     readonly port: number,
-    private env: NodeJS.ProcessEnv,
+    private readonly env: NodeJS.ProcessEnv,
     readonly providerPort: number,
   ) {}
 
@@ -33,19 +36,21 @@ export class AppProcess {
     return `http://127.0.0.1:${this.providerPort}`;
   }
 
-  /** Starts (or restarts) the process; `env` replaces the environment given at creation. */
-  async start(env?: NodeJS.ProcessEnv): Promise<void> {
-    if (env) this.env = env;
+  /** `overrides` apply to this start only, e.g. a restart with `DEMO_FAULTS: '0'`. */
+  async start(overrides: NodeJS.ProcessEnv = {}): Promise<void> {
     if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
     const child = spawn(process.execPath, [MAIN], {
       // Each process runs its own card processor stub; all stubs share one database schema,
-      // so together they behave as one provider.
+      // so together they behave as one provider. AMQP_URL '' keeps a developer's own AMQP_URL
+      // from turning messaging on in every suite.
       env: {
         ...process.env,
         PORT: String(this.port),
         PROVIDER_PORT: String(this.providerPort),
         DEMO_FAULTS: '1',
+        AMQP_URL: '',
         ...this.env,
+        ...overrides,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -59,6 +64,15 @@ export class AppProcess {
   /** Resolves when the process has died (for the crash fault), with its exit code. */
   waitForExit(): Promise<number | null> {
     return this.exited ?? Promise.resolve(null);
+  }
+
+  /** Resolves once the process has logged a line matching `pattern`. */
+  async waitForLog(pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(this.logs.join(''))) {
+      if (Date.now() > deadline) throw new Error(`no log line matching ${pattern} in ${timeoutMs} ms:\n${this.logs.join('')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

@@ -1,7 +1,9 @@
+import type { MessagingSettings } from './messaging/messaging.config';
+
 /** What the demo reads from its environment, resolved once in main.ts (or by a test). */
 export interface AppConfig {
   databaseUrl: string;
-  /** `DEMO_FAULTS=1` enables the `X-Demo-Fault` header. */
+  /** `DEMO_FAULTS=1` enables the `X-Demo-Fault` header (and the `x-demo-fault` message header). */
   demoFaults: boolean;
   /** The card processor: `PROVIDER_URL`, else the stub started beside the API. */
   providerUrl: string;
@@ -11,6 +13,10 @@ export interface AppConfig {
   leaseSeconds: number;
   /** Scheduled cleanup of expired keys: `IDEMPOTENCY_CLEANUP=off` disables it. */
   cleanup: false | { intervalSeconds: number; batchSize: number };
+  /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
+  amqpUrl?: string;
+  /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */
+  messaging?: Partial<Omit<MessagingSettings, 'amqpUrl'>>;
 }
 
 export const APP_CONFIG = Symbol('payments-api:config');

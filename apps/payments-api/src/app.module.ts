@@ -8,8 +8,11 @@ import { IdempotencyKeyEntity, IdempotencyModule } from 'nestjs-pg-idempotency';
 import { paymentsApiMigrations } from '../../../migrations';
 import { APP_CONFIG, type AppConfig } from './app.config';
 import { ApiKeyGuard } from './auth/api-key.guard';
+import { EventsModule } from './events/events.module';
 import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
 import { HealthController } from './health/health.controller';
+import { DemoMessagingModule } from './messaging/demo-messaging.module';
+import { messagingSettings } from './messaging/messaging.config';
 import { Order } from './orders/order.entity';
 import { IdempotencyMetrics } from './metrics/idempotency-metrics';
 import { MetricsModule } from './metrics/metrics.module';
@@ -53,6 +56,11 @@ export class AppModule {
           }),
         }),
         MetricsModule,
+        EventsModule,
+        // Without AMQP_URL the messaging part is not even loaded (nor is amqplib).
+        ...(config.amqpUrl
+          ? [DemoMessagingModule.register(messagingSettings(config.amqpUrl, config.messaging), config.demoFaults)]
+          : []),
         OrdersModule,
         PaymentsModule,
       ],

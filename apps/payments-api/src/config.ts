@@ -1,10 +1,13 @@
 import type { AppConfig } from './app.config';
+import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
 /** The demo's environment, with its defaults. `providerUrl` is resolved by main.ts. */
 export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, providerUrl: string): AppConfig {
   return {
     databaseUrl,
     demoFaults: env.DEMO_FAULTS === '1',
+    amqpUrl: env.AMQP_URL || undefined,
+    messaging: messagingOverridesFromEnv(env),
     providerUrl,
     providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 5000),
     leaseSeconds: positiveInteger(env, 'IDEMPOTENCY_LEASE_SECONDS', 60),

@@ -7,8 +7,10 @@ import { AppModule } from './app.module';
 import { setUpApp, setUpOpenApi } from './app.setup';
 import { configFromEnv, positiveInteger } from './config';
 import { resolveDatabaseUrl } from './database/database-url';
-import { createHttpAdapter, httpAdapterKind } from './http-adapter';
 import { runMigrations } from './database/run-migrations';
+import { createHttpAdapter, httpAdapterKind } from './http-adapter';
+import { messagingSettings } from './messaging/messaging.config';
+import { orderPaymentsMicroservice } from './messaging/order-payments.microservice';
 
 async function bootstrap(): Promise<void> {
   const logger = new Logger('PaymentsApi');
@@ -25,10 +27,26 @@ async function bootstrap(): Promise<void> {
     }));
   const config = configFromEnv(env, databaseUrl, providerUrl);
   const adapter = createHttpAdapter(httpAdapterKind(env.HTTP_ADAPTER));
-  const app = await NestFactory.create(AppModule.register(config), adapter, { bodyParser: false });
+  // Nest's log levels are process-wide: set after the stub's, they apply to both apps.
+  const app = await NestFactory.create(AppModule.register(config), adapter, {
+    bodyParser: false,
+    logger: ['fatal', 'error', 'warn', 'log', 'debug'],
+  });
   setUpApp(app);
   setUpOpenApi(app);
   await runMigrations(app.get(DataSource));
+  if (config.amqpUrl) {
+    const settings = messagingSettings(config.amqpUrl, config.messaging);
+    // After the migrations: the consumer writes to processed_messages from its first message.
+    app.connectMicroservice(orderPaymentsMicroservice(settings));
+    await app.startAllMicroservices();
+    logger.log(
+      `messaging on: consuming "${settings.orderPaymentsQueue}" (prefetch ${settings.prefetchCount}), ` +
+        `outbox relay ${settings.relay ? 'on' : 'off'}`,
+    );
+  } else {
+    logger.log('AMQP_URL is not set: messaging is off (no order-payments consumer, no outbox relay)');
+  }
   const port = positiveInteger(env, 'PORT', 3000);
   await app.listen(port, '0.0.0.0');
   logger.log(`payments API listening on http://localhost:${port}, card processor at ${providerUrl}`);

@@ -25,3 +25,38 @@ export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-pha
 
 /** Every migration the library ships, in order; spread it into your DataSource's `migrations`. */
 export { idempotencyMigrations } from './migrations';
+
+// Messaging: the inbox (each message applied once) and the transactional outbox (none lost).
+export { IdempotencyMessagingModule } from './messaging/messaging.module';
+export { MESSAGING_ASYNC_OPTIONS_TYPE, MESSAGING_OPTIONS_TYPE } from './messaging/messaging.module-definition';
+export type {
+  CleanupOptions,
+  InboxOptions,
+  InboxSettlement,
+  MessagingModuleOptions,
+  OutboxOptions,
+} from './messaging/messaging.options';
+export type {
+  DeadLetterReason,
+  InboxDelivery,
+  MessagingTransport,
+  OutboxMessage,
+} from './messaging/messaging-transport';
+export { MessagingCleanup, type CleanupResult } from './messaging/messaging-cleanup';
+export { Inbox, type InboxOutcome } from './inbox/inbox.service';
+export { InboxHandler, type InboxHandlerOptions } from './inbox/inbox-handler.decorator';
+export { MissingMessageIdError, UnprocessableMessageError } from './inbox/inbox.errors';
+export { Outbox, type OutboxEvent, type PublishedEvent } from './outbox/outbox.service';
+export { OutboxRelay, type RelayBatchResult } from './outbox/outbox-relay';
+export { derivedMessageId } from './outbox/derived-message-id';
+export type { CurrentOperation } from './current-operation';
+export { CreateInbox1764835200000 } from './migrations/1764835200000-create-inbox';
+export { CreateOutbox1764835200100 } from './migrations/1764835200100-create-outbox';
+// RabbitMQ: amqplib is loaded only when a RabbitMqTransport starts.
+export {
+  RabbitMqTransport,
+  type RabbitMqTopology,
+  type RabbitMqTransportOptions,
+} from './rabbitmq/rabbitmq.transport';
+export { MESSAGE_ID_HEADER } from './rabbitmq/rabbitmq-delivery';
+export { FixedPatternDeserializer } from './rabbitmq/fixed-pattern.deserializer';

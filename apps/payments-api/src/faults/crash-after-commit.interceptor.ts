@@ -10,6 +10,7 @@ import { CRASH_AFTER_COMMIT } from './demo-faults';
 @Injectable()
 export class CrashAfterCommitInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle(); // message handlers have their own faults
     const request = context.switchToHttp().getRequest<{ [CRASH_AFTER_COMMIT]?: boolean }>();
     return next.handle().pipe(
       tap(() => {

@@ -62,6 +62,14 @@ export class DemoFaults {
     };
   }
 
+  /**
+   * `crash-after-publish`: carried on the order's outgoing event as the `x-demo-fault` message
+   * header, where the relay acts on it (see MessageFaults).
+   */
+  eventHeaders(request: FaultyRequest): Record<string, string> {
+    return this.fault(request) === 'crash-after-publish' ? { [FAULT_HEADER]: 'crash-after-publish' } : {};
+  }
+
   private fault(request: FaultyRequest): string | undefined {
     if (!this.config.demoFaults) return undefined;
     const value = request.headers[FAULT_HEADER];

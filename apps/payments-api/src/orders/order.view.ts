@@ -9,6 +9,7 @@ export interface OrderView {
   reference: string | null;
   status: OrderStatus;
   createdAt: string;
+  paidCents: number;
 }
 
 export function toOrderView(order: Order): OrderView {
@@ -20,5 +21,6 @@ export function toOrderView(order: Order): OrderView {
     reference: order.reference,
     status: order.status,
     createdAt: order.createdAt.toISOString(),
+    paidCents: order.paidCents,
   };
 }

@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req, Res }
 import { HttpAdapterHost } from '@nestjs/core';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { Tenant } from '../auth/tenant.decorator';
+import { OrderEvents } from '../events/order-events';
 import { DemoFaults } from '../faults/demo-faults';
 import { CreateOrderDto } from './create-order.dto';
 import { toOrderView, type OrderView } from './order.view';
@@ -15,6 +16,7 @@ export class OrdersController {
     private readonly orders: OrdersService,
     private readonly faults: DemoFaults,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly events: OrderEvents,
   ) {}
 
   @Post()
@@ -28,6 +30,8 @@ export class OrdersController {
   ): Promise<OrderView> {
     await this.faults.delayIfAsked(request);
     const order = await this.orders.create(tenantId, dto);
+    // In the order's transaction: the event exists exactly when the order does.
+    await this.events.created(order, this.faults.eventHeaders(request));
     this.faults.failIfAsked(request);
     this.faults.armCrashAfterCommit(request);
     this.adapterHost.httpAdapter.setHeader(response, 'Location', `/v1/orders/${order.id}`);

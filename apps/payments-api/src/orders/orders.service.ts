@@ -31,6 +31,7 @@ export class OrdersService {
           currency: dto.currency ?? 'usd',
           reference: dto.reference ?? null,
           status: 'pending',
+          paidCents: 0,
         }),
       );
     } catch (error) {

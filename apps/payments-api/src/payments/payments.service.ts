@@ -3,6 +3,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { IdempotentPhases } from 'nestjs-pg-idempotency';
 import { crashNow, type PaymentFaults } from '../faults/demo-faults';
+import { PaymentEvents } from '../events/payment-events';
 import { Order } from '../orders/order.entity';
 import type { CreatePaymentDto } from './create-payment.dto';
 import { Payment } from './payment.entity';
@@ -14,6 +15,7 @@ export class PaymentsService {
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly provider: ProviderClient,
+    private readonly paymentEvents: PaymentEvents,
   ) {}
 
   private get payments() {
@@ -52,7 +54,9 @@ export class PaymentsService {
       await phases.transaction('charge_declined', () => this.setStatus(paymentId, 'declined'));
       throw new HttpException({ ...charge.problem, type: '/problems/payment_declined', code: 'payment_declined' }, 402);
     }
-    return phases.transaction('charge_confirmed', () => this.confirm(tenantId, paymentId, dto.orderId, charge.chargeId));
+    return phases.transaction('charge_confirmed', () =>
+      this.confirm(tenantId, paymentId, dto.orderId, charge.chargeId, currency),
+    );
   }
 
   async get(tenantId: string, id: string): Promise<PaymentView> {
@@ -88,9 +92,18 @@ export class PaymentsService {
     await this.payments.update({ id: paymentId }, { status });
   }
 
-  private async confirm(tenantId: string, paymentId: string, orderId: string, chargeId: string): Promise<PaymentView> {
+  /** One transaction: the charge on the payment, the order paid, and the event in the outbox. */
+  private async confirm(
+    tenantId: string,
+    paymentId: string,
+    orderId: string,
+    chargeId: string,
+    currency: string,
+  ): Promise<PaymentView> {
     await this.payments.update({ id: paymentId }, { status: 'captured', providerChargeId: chargeId });
     await this.orders.update({ tenantId, id: orderId }, { status: 'paid' });
-    return toPaymentView(await this.payments.findOneByOrFail({ id: paymentId }));
+    const payment = await this.payments.findOneByOrFail({ id: paymentId });
+    await this.paymentEvents.captured({ paymentId, orderId, amountCents: payment.amountCents, currency });
+    return toPaymentView(payment);
   }
 }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { bindCurrentOperation } from '../current-operation';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
@@ -30,6 +31,8 @@ export class AtomicRunner implements IdempotentRunner {
     const { id, label } = request;
     try {
       return await this.transactions.host.withTransaction(async () => {
+        // Lets the outbox derive stable message ids from this key (see Outbox.publish).
+        bindCurrentOperation({ kind: 'request', ...id });
         const claimStarted = performance.now();
         const replay = await this.claim(request);
         if (replay) return { kind: 'replayed', response: replay };

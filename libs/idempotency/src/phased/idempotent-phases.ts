@@ -1,6 +1,7 @@
 import type { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { childKey } from '../child-key';
+import { bindCurrentOperation } from '../current-operation';
 import type { IdempotencyKeyStore, KeyId } from '../idempotency-key.store';
 import { LeaseLostError } from './lease-lost.error';
 
@@ -57,6 +58,8 @@ export class IdempotentPhases {
   async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
     if (name in this.committed) return this.committed[name] as T;
     const recorded = await this.context.txHost.withTransaction(async () => {
+      // Lets the outbox derive stable message ids from this key (see Outbox.publish).
+      bindCurrentOperation({ kind: 'request', ...this.context.id });
       const value = toJson(await work());
       await this.record(name, value);
       return value;

@@ -1,0 +1,73 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { InboxStore } from '../inbox/inbox.store';
+import { OutboxStore } from '../outbox/outbox.store';
+import { MESSAGING_OPTIONS } from './messaging.constants';
+import type { ResolvedMessagingOptions } from './messaging.defaults';
+
+export interface CleanupResult {
+  processedMessages: number;
+  inboxFailures: number;
+  outboxMessages: number;
+  /** DELETE statements issued, each at most `cleanup.batchSize` rows. */
+  batches: number;
+}
+
+/**
+ * Retention: deletes processed ids and failure counts past `inbox.retentionSeconds` and sent
+ * outbox rows past `outbox.retentionSeconds`, in bounded batches (short statements, short
+ * locks), on a schedule in every process or on demand with `purge()`.
+ */
+@Injectable()
+export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('MessagingCleanup');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+
+  constructor(
+    @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly inboxStore: InboxStore,
+    private readonly outboxStore: OutboxStore,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const seconds = this.options.cleanup.intervalSeconds;
+    if (seconds === 0) return;
+    this.timer = setInterval(() => {
+      this.running ??= this.purge()
+        .catch((error: unknown) => this.logger.error(`cleanup failed: ${String(error)}`))
+        .finally(() => (this.running = undefined));
+    }, seconds * 1000);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One bounded cleanup run: at most `cleanup.maxBatches` statements per table. */
+  async purge(): Promise<CleanupResult> {
+    const { inbox, outbox, cleanup } = this.options;
+    const result: CleanupResult = { processedMessages: 0, inboxFailures: 0, outboxMessages: 0, batches: 0 };
+    const drain = async (batch: () => Promise<number>): Promise<number> => {
+      let total = 0;
+      for (let i = 0; i < cleanup.maxBatches; i++) {
+        const deleted = await batch();
+        result.batches++;
+        total += deleted;
+        if (deleted < cleanup.batchSize) break;
+      }
+      return total;
+    };
+    result.processedMessages = await drain(() => this.inboxStore.purgeProcessed(inbox.retentionSeconds, cleanup.batchSize));
+    result.inboxFailures = await drain(() => this.inboxStore.purgeFailures(inbox.retentionSeconds, cleanup.batchSize));
+    result.outboxMessages = await drain(() => this.outboxStore.purgeSent(outbox.retentionSeconds, cleanup.batchSize));
+    return result;
+  }
+}

@@ -1,0 +1,34 @@
+import { Module } from '@nestjs/common';
+import { InboxInterceptor } from '../inbox/inbox.interceptor';
+import { Inbox } from '../inbox/inbox.service';
+import { InboxStore } from '../inbox/inbox.store';
+import { OutboxRelay } from '../outbox/outbox-relay';
+import { Outbox } from '../outbox/outbox.service';
+import { OutboxStore } from '../outbox/outbox.store';
+import { MessagingCleanup } from './messaging-cleanup';
+import { MESSAGING_OPTIONS } from './messaging.constants';
+import { resolveMessagingOptions } from './messaging.defaults';
+import { ConfigurableMessagingModule, MESSAGING_MODULE_OPTIONS } from './messaging.module-definition';
+import { TransportLifecycle } from './transport-lifecycle';
+
+/**
+ * `IdempotencyMessagingModule.forRoot({ transport, inbox, outbox, cleanup })` or `.forRootAsync(...)`:
+ * the inbox (`Inbox`, `@InboxHandler()`), the transactional outbox (`Outbox`, `OutboxRelay`) and
+ * their retention. Like `IdempotencyModule`, it needs `ClsModule` with `ClsPluginTransactional`
+ * and the TypeORM adapter. It loads no broker client itself: that is the transport's business.
+ */
+@Module({
+  providers: [
+    { provide: MESSAGING_OPTIONS, inject: [MESSAGING_MODULE_OPTIONS], useFactory: resolveMessagingOptions },
+    InboxStore,
+    Inbox,
+    InboxInterceptor,
+    OutboxStore,
+    Outbox,
+    OutboxRelay,
+    MessagingCleanup,
+    TransportLifecycle,
+  ],
+  exports: [MESSAGING_OPTIONS, Inbox, InboxInterceptor, Outbox, OutboxRelay, MessagingCleanup],
+})
+export class IdempotencyMessagingModule extends ConfigurableMessagingModule {}

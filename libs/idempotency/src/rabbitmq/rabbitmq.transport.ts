@@ -1,0 +1,217 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
+import type { RmqContext } from '@nestjs/microservices';
+import type * as AmqpConnectionManager from 'amqp-connection-manager';
+import type { Channel, ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
+import type {
+  DeadLetterReason,
+  InboxDelivery,
+  MessagingTransport,
+  OutboxMessage,
+} from '../messaging/messaging-transport';
+import { RabbitMqDelivery } from './rabbitmq-delivery';
+
+export interface RabbitMqTopology {
+  /** Declared durable on every (re)connect. */
+  exchanges?: Array<{ name: string; type: 'topic' | 'direct' | 'fanout' | 'headers' }>;
+  /** Declared durable on every (re)connect, with their bindings. */
+  queues?: Array<{ name: string; bindings?: Array<{ exchange: string; routingKey: string }> }>;
+}
+
+export interface RabbitMqTransportOptions {
+  /** `amqp://user:password@host:5672`; several for a cluster. */
+  url: string | string[];
+  topology?: RabbitMqTopology;
+  /** Dead-letter queue per consumer name; default `<consumer>.dead`. Declared durable before use. */
+  deadLetterQueues?: Record<string, string>;
+  /** A publish not confirmed within this time fails (the relay retries it). Default 10000 ms. */
+  publishTimeoutMs?: number;
+  /** How long `start()` waits for the first connection before going on. Default 10000 ms. */
+  connectTimeoutMs?: number;
+}
+
+type ConnectionManager = AmqpConnectionManager.AmqpConnectionManager;
+type ChannelWrapper = AmqpConnectionManager.ChannelWrapper;
+
+/**
+ * RabbitMQ for the messaging module: publishes outbox rows with publisher confirms on its own
+ * connection, and gives `@InboxHandler()` the deliveries of Nest's RMQ transport (manual acks,
+ * `noAck: false`). `amqp-connection-manager` (and so `amqplib`) is loaded on `start()`, never
+ * on import: an app that does not use RabbitMQ never loads them.
+ */
+export class RabbitMqTransport implements MessagingTransport {
+  private readonly logger = new Logger('RabbitMqTransport');
+  private connection?: ConnectionManager;
+  private channel?: ChannelWrapper;
+  private readonly declaredQueues = new Set<string>();
+  private lastChannelError?: string;
+  private closing = false;
+
+  constructor(private readonly options: RabbitMqTransportOptions) {}
+
+  async start(): Promise<void> {
+    if (this.connection) return;
+    // Deferred on purpose: see the class comment.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const acm = require('amqp-connection-manager') as typeof AmqpConnectionManager;
+    const urls = Array.isArray(this.options.url) ? this.options.url : [this.options.url];
+    const connection = acm.connect(urls, { heartbeatIntervalInSeconds: 10, reconnectTimeInSeconds: 1 });
+    connection.on('disconnect', ({ err }) => this.logger.warn(`disconnected: ${err?.message ?? 'closed'}`));
+    this.connection = connection;
+    const channel = this.openChannel();
+    const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
+    try {
+      await withTimeout(channel.waitForConnect(), timeoutMs);
+    } catch {
+      this.logger.warn(`not connected after ${timeoutMs} ms; publishing waits for the connection`);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.channel?.close().catch(() => undefined);
+    await this.connection?.close().catch(() => undefined);
+    this.channel = undefined;
+    this.connection = undefined;
+  }
+
+  async publish(message: OutboxMessage): Promise<void> {
+    const options: Options.Publish = {
+      messageId: message.messageId,
+      contentType: 'application/json',
+      persistent: true,
+      timestamp: Math.floor(message.createdAt.getTime() / 1000),
+      type: message.routingKey,
+      headers: message.headers,
+    };
+    try {
+      await this.requireChannel().publish(
+        message.exchange,
+        message.routingKey,
+        Buffer.from(JSON.stringify(message.payload), 'utf8'),
+        options,
+      );
+    } catch (error) {
+      const reason = this.lastChannelError;
+      this.lastChannelError = undefined;
+      throw reason ? new Error(`${error instanceof Error ? error.message : String(error)}: ${reason}`) : error;
+    }
+  }
+
+  delivery(context: ExecutionContext, consumer: string): InboxDelivery | undefined {
+    if (context.getType() !== 'rpc') return undefined;
+    const rmq = context.switchToRpc().getContext<Partial<RmqContext>>();
+    if (typeof rmq?.getMessage !== 'function' || typeof rmq.getChannelRef !== 'function') return undefined;
+    const queue = this.deadLetterQueue(consumer);
+    const channel = rmq.getChannelRef() as Channel;
+    const message = rmq.getMessage() as ConsumeMessage;
+    return new RabbitMqDelivery(channel, message, (delivered, reason) =>
+      this.sendToDeadLetterQueue(queue, delivered, reason),
+    );
+  }
+
+  /** The publisher channel: confirms on, topology declared on every (re)connect. */
+  private openChannel(): ChannelWrapper {
+    this.declaredQueues.clear();
+    const wrapper = (this.connection as ConnectionManager).createChannel({
+      json: false,
+      confirm: true,
+      publishTimeout: this.options.publishTimeoutMs ?? 10_000,
+      setup: (channel: ConfirmChannel) => {
+        let failed = false;
+        channel.on('error', (error: Error) => {
+          // The broker's reason (NOT_FOUND for a missing exchange…) only reaches this event;
+          // the failed publish itself just says "channel closed".
+          this.lastChannelError = error.message;
+          failed = true;
+        });
+        channel.once('close', () => {
+          if (failed) this.replaceChannel(wrapper);
+        });
+        return this.declareTopology(channel);
+      },
+    });
+    this.channel = wrapper;
+    return wrapper;
+  }
+
+  /**
+   * A channel error (one publish to a missing exchange) closes the channel but not the
+   * connection, and amqp-connection-manager reopens channels only when it reconnects: without
+   * this, every later publish would wait for a reconnect that never comes. Messages still queued
+   * on the old channel fail and the relay retries them.
+   */
+  private replaceChannel(broken: ChannelWrapper): void {
+    const timer = setTimeout(() => {
+      if (this.closing || this.channel !== broken || !this.connection) return;
+      this.logger.warn(`channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`);
+      this.openChannel();
+      void broken.close().catch(() => undefined);
+    }, 100);
+    timer.unref();
+  }
+
+  private deadLetterQueue(consumer: string): string {
+    return this.options.deadLetterQueues?.[consumer] ?? `${consumer}.dead`;
+  }
+
+  /** A copy on the dead-letter queue, with why it is there; confirmed before this resolves. */
+  private async sendToDeadLetterQueue(queue: string, message: ConsumeMessage, reason: DeadLetterReason): Promise<void> {
+    const channel = this.requireChannel();
+    if (!this.declaredQueues.has(queue)) {
+      // Publishing to a queue that does not exist is confirmed and dropped: declare it first.
+      await channel.addSetup((ch: ConfirmChannel) => ch.assertQueue(queue, { durable: true }));
+      this.declaredQueues.add(queue);
+    }
+    const { properties, fields, content } = message;
+    await channel.publish('', queue, content, {
+      contentType: properties.contentType,
+      contentEncoding: properties.contentEncoding,
+      messageId: properties.messageId,
+      correlationId: properties.correlationId,
+      timestamp: properties.timestamp,
+      type: properties.type,
+      appId: properties.appId,
+      persistent: true,
+      headers: {
+        ...(properties.headers ?? {}),
+        'x-inbox-consumer': reason.consumer,
+        'x-inbox-reason': reason.code,
+        'x-inbox-detail': reason.detail.slice(0, 1000),
+        'x-inbox-attempts': reason.attempts,
+        'x-original-exchange': fields.exchange,
+        'x-original-routing-key': fields.routingKey,
+      },
+    });
+  }
+
+  private async declareTopology(channel: ConfirmChannel): Promise<void> {
+    const { exchanges = [], queues = [] } = this.options.topology ?? {};
+    for (const exchange of exchanges) {
+      await channel.assertExchange(exchange.name, exchange.type, { durable: true });
+    }
+    for (const queue of queues) {
+      await channel.assertQueue(queue.name, { durable: true });
+      for (const binding of queue.bindings ?? []) {
+        await channel.bindQueue(queue.name, binding.exchange, binding.routingKey);
+      }
+    }
+    for (const queue of Object.values(this.options.deadLetterQueues ?? {})) {
+      await channel.assertQueue(queue, { durable: true });
+      this.declaredQueues.add(queue);
+    }
+  }
+
+  private requireChannel(): ChannelWrapper {
+    if (!this.channel) throw new Error('RabbitMqTransport is not started');
+    return this.channel;
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

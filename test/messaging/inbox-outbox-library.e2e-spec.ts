@@ -1,0 +1,274 @@
+import { randomUUID } from 'node:crypto';
+import { Body, Controller, type INestApplication, Injectable, Post } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import {
+  derivedMessageId,
+  IdempotencyMessagingModule,
+  IdempotencyModule,
+  Idempotent,
+  Inbox,
+  MessagingCleanup,
+  MissingMessageIdError,
+  Outbox,
+} from 'nestjs-pg-idempotency';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
+import { paymentsApiMigrations } from '../../migrations';
+import { TestDatabase } from '../support/database';
+import { databaseUrl } from '../support/test-app';
+
+/** A side effect in the same database: one row per application. */
+@Injectable()
+class Effects {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  record(tag: string): Promise<unknown> {
+    return this.txHost.tx.query(`INSERT INTO messaging_test_effects (tag) VALUES ($1)`, [tag]);
+  }
+}
+
+@Controller('events')
+class EventsController {
+  constructor(private readonly outbox: Outbox) {}
+
+  /** Publishes two steps of one idempotent request. */
+  @Post()
+  @Idempotent()
+  async publish(@Body() body: { tag: string }) {
+    const reserved = await this.outbox.publish({ exchange: 'lib', routingKey: 'reserved', payload: body, step: 'reserve' });
+    const charged = await this.outbox.publish({ exchange: 'lib', routingKey: 'charged', payload: body, step: 'charge' });
+    return { reserved: reserved.messageId, charged: charged.messageId };
+  }
+}
+
+/**
+ * The inbox, the outbox and retention on PostgreSQL alone: the parts of the library that need
+ * no broker, in a bare app as a user would set it up (no transport, so no relay).
+ */
+describe('inbox and outbox in the library (PostgreSQL only)', () => {
+  let app: INestApplication;
+  let db: TestDatabase;
+  let inbox: Inbox;
+  let outbox: Outbox;
+  let txHost: TransactionHost<TransactionalAdapterTypeOrm>;
+  let effects: Effects;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+        ClsModule.forRoot({
+          global: true,
+          plugins: [
+            new ClsPluginTransactional({
+              imports: [TypeOrmModule],
+              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+            }),
+          ],
+        }),
+        IdempotencyModule.forRoot({}),
+        IdempotencyMessagingModule.forRoot({ cleanup: { intervalSeconds: 0, batchSize: 10 } }),
+      ],
+      controllers: [EventsController],
+      providers: [Effects],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    const dataSource = app.get(DataSource);
+    await runMigrations(dataSource);
+    await dataSource.query(`CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`);
+    await app.init();
+    db = new TestDatabase();
+    inbox = app.get(Inbox);
+    outbox = app.get(Outbox);
+    txHost = app.get(TransactionHost);
+    effects = app.get(Effects);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+  });
+
+  const effectsOf = async (tag: string) => (await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [tag])).length;
+  const claims = async (consumer: string, messageId: string) =>
+    (await db.query(`SELECT 1 FROM processed_messages WHERE consumer = $1 AND message_id = $2`, [consumer, messageId])).length;
+
+  describe('Inbox.process', () => {
+    it('applies a message once and reports the second delivery as a duplicate', async () => {
+      const id = randomUUID();
+      const first = await inbox.process('lib-consumer', id, () => effects.record(id).then(() => 'done'));
+      const second = await inbox.process('lib-consumer', id, () => effects.record(id));
+
+      expect(first).toEqual({ status: 'applied', messageId: id, result: 'done' });
+      expect(second).toEqual({ status: 'duplicate', messageId: id });
+      expect(await effectsOf(id)).toBe(1);
+      expect(await claims('lib-consumer', id)).toBe(1);
+    });
+
+    it('keys the claim by consumer: two consumers each apply the same message', async () => {
+      const id = randomUUID();
+      await inbox.process('lib-a', id, () => effects.record(id));
+      await inbox.process('lib-b', id, () => effects.record(id));
+      expect(await effectsOf(id)).toBe(2);
+    });
+
+    it('rolls the claim back with a failing handler, so the next delivery applies it', async () => {
+      const id = randomUUID();
+      await expect(
+        inbox.process('lib-consumer', id, async () => {
+          await effects.record(id);
+          throw new Error('transient');
+        }),
+      ).rejects.toThrow('transient');
+      expect(await claims('lib-consumer', id)).toBe(0);
+      expect(await effectsOf(id)).toBe(0);
+
+      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe('applied');
+      expect(await effectsOf(id)).toBe(1);
+    });
+
+    it('applies 20 simultaneous deliveries of one message once', async () => {
+      const id = randomUUID();
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, () => inbox.process('lib-consumer', id, () => effects.record(id))),
+      );
+      expect(outcomes.filter((o) => o.status === 'applied')).toHaveLength(1);
+      expect(outcomes.filter((o) => o.status === 'duplicate')).toHaveLength(19);
+      expect(await effectsOf(id)).toBe(1);
+    });
+
+    it.each([
+      ['no id', undefined],
+      ['an empty id', ''],
+      ['a blank id', '   '],
+      ['an id over 255 bytes', 'x'.repeat(256)],
+    ])('refuses a message with %s and runs nothing', async (_label, messageId) => {
+      const tag = randomUUID();
+      await expect(inbox.process('lib-consumer', messageId, () => effects.record(tag))).rejects.toBeInstanceOf(
+        MissingMessageIdError,
+      );
+      expect(await effectsOf(tag)).toBe(0);
+    });
+
+    it('counts failed attempts across calls, for the dead-letter bound', async () => {
+      const id = randomUUID();
+      expect(await inbox.recordFailure('lib-consumer', id, new Error('one'))).toBe(1);
+      expect(await inbox.recordFailure('lib-consumer', id, new Error('two'))).toBe(2);
+      const [row] = await db.query<{ attempts: number; last_error: string }>(
+        `SELECT attempts, last_error FROM inbox_failures WHERE consumer = 'lib-consumer' AND message_id = $1`,
+        [id],
+      );
+      expect(row).toEqual({ attempts: 2, last_error: 'Error: two' });
+    });
+  });
+
+  describe('Outbox.publish', () => {
+    const rowsOf = (messageIds: string[]) =>
+      db.query<{ message_id: string; routing_key: string; status: string; payload: unknown }>(
+        `SELECT message_id, routing_key, status, payload FROM outbox_messages WHERE message_id = ANY($1) ORDER BY id`,
+        [messageIds],
+      );
+
+    it('refuses to write outside a transaction', async () => {
+      const messageId = randomUUID();
+      await expect(outbox.publish({ exchange: 'lib', routingKey: 'x', payload: {}, messageId })).rejects.toThrow(
+        /inside the transaction/,
+      );
+      expect(await rowsOf([messageId])).toHaveLength(0);
+    });
+
+    it('writes nothing when the transaction rolls back', async () => {
+      const messageId = randomUUID();
+      await expect(
+        txHost.withTransaction(async () => {
+          await outbox.publish({ exchange: 'lib', routingKey: 'x', payload: {}, messageId });
+          throw new Error('business rule failed');
+        }),
+      ).rejects.toThrow('business rule failed');
+      expect(await rowsOf([messageId])).toHaveLength(0);
+    });
+
+    it('derives the ids of an idempotent request from its key and the step names, and a replay writes nothing', async () => {
+      const key = `key-${randomUUID()}`;
+      const send = () => request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
+      const first = await send();
+      const replay = await send();
+
+      const operation = { kind: 'request' as const, tenantId: '', scope: 'POST /events', key };
+      expect(first.status).toBe(201);
+      expect(first.body).toEqual({
+        reserved: derivedMessageId(operation, 'reserve'),
+        charged: derivedMessageId(operation, 'charge'),
+      });
+      expect(replay.text).toBe(first.text);
+      const rows = await rowsOf([first.body.reserved, first.body.charged]);
+      expect(rows).toEqual([
+        { message_id: first.body.reserved, routing_key: 'reserved', status: 'pending', payload: { tag: key } },
+        { message_id: first.body.charged, routing_key: 'charged', status: 'pending', payload: { tag: key } },
+      ]);
+    });
+
+    it('derives ids inside an inbox handler from the message; a step written again is one row', async () => {
+      const id = randomUUID();
+      const outcome = await inbox.process('lib-consumer', id, async () => {
+        const once = await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { id }, step: 'forward' });
+        const again = await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { id }, step: 'forward' });
+        return [once, again];
+      });
+      const expected = derivedMessageId({ kind: 'message', consumer: 'lib-consumer', messageId: id }, 'forward');
+      expect(outcome.status === 'applied' && outcome.result).toEqual([
+        { messageId: expected, written: true },
+        { messageId: expected, written: false },
+      ]);
+      expect(await rowsOf([expected])).toHaveLength(1);
+    });
+
+    it('refuses one step published twice with different content: it would lose an event', async () => {
+      const id = randomUUID();
+      await expect(
+        inbox.process('lib-consumer', id, async () => {
+          await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { n: 1 } });
+          await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { n: 2 } });
+        }),
+      ).rejects.toThrow(/its own step/);
+    });
+  });
+
+  describe('MessagingCleanup.purge', () => {
+    it('deletes processed ids and sent events past their retention in bounded batches, and keeps the rest', async () => {
+      const tag = randomUUID().slice(0, 8);
+      await db.query(
+        `INSERT INTO processed_messages (consumer, message_id, processed_at)
+         SELECT 'lib-retention', $1 || '-old-' || i, now() - interval '8 days' FROM generate_series(1, 25) AS i`,
+        [tag],
+      );
+      await db.query(`INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-retention', $1 || '-fresh')`, [tag]);
+      await db.query(
+        `INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, status, sent_at, created_at)
+         VALUES ($1 || '-sent-old', 'lib', 'x', '{}', 'sent', now() - interval '8 days', now() - interval '8 days'),
+                ($1 || '-pending-old', 'lib', 'x', '{}', 'pending', NULL, now() - interval '8 days'),
+                ($1 || '-sent-fresh', 'lib', 'x', '{}', 'sent', now(), now())`,
+        [tag],
+      );
+
+      const result = await app.get(MessagingCleanup).purge();
+
+      expect(result.processedMessages).toBeGreaterThanOrEqual(25);
+      expect(result.batches).toBeGreaterThanOrEqual(3 + 1 + 1); // 10 + 10 + 5 rows, then failures, then outbox
+      const processed = await db.query<{ message_id: string }>(
+        `SELECT message_id FROM processed_messages WHERE consumer = 'lib-retention' AND message_id LIKE $1`,
+        [`${tag}-%`],
+      );
+      expect(processed).toEqual([{ message_id: `${tag}-fresh` }]);
+      const outboxLeft = await db.query<{ message_id: string }>(
+        `SELECT message_id FROM outbox_messages WHERE message_id LIKE $1 ORDER BY message_id`,
+        [`${tag}-%`],
+      );
+      expect(outboxLeft.map((r) => r.message_id)).toEqual([`${tag}-pending-old`, `${tag}-sent-fresh`]);
+    });
+  });
+});

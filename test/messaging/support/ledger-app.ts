@@ -1,0 +1,91 @@
+import { Controller, type INestApplication } from '@nestjs/common';
+import { Ctx, EventPattern, Payload, type RmqContext, Transport } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import {
+  FixedPatternDeserializer,
+  IdempotencyMessagingModule,
+  InboxHandler,
+  type InboxSettlement,
+  RabbitMqTransport,
+} from 'nestjs-pg-idempotency';
+import { DataSource } from 'typeorm';
+import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
+import { paymentsApiMigrations } from '../../../migrations';
+import { databaseUrl } from '../../support/test-app';
+import { brokerUrl } from './broker';
+
+export const LEDGER_CONSUMER = 'order-created-ledger';
+const LEDGER_PATTERN = 'ledger';
+
+/** Writes one ledger row per applied event, through the inbox transaction. */
+@Controller()
+class LedgerConsumer {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  @EventPattern(LEDGER_PATTERN)
+  @InboxHandler(LEDGER_CONSUMER)
+  async apply(@Payload() event: { orderId: string }, @Ctx() context: RmqContext): Promise<void> {
+    await this.txHost.tx.query(`INSERT INTO messaging_test_ledger (message_id, order_id) VALUES ($1, $2)`, [
+      context.getMessage().properties.messageId,
+      event.orderId,
+    ]);
+  }
+}
+
+/**
+ * A second, independent consumer built on the library as a user would: a bare Nest app whose
+ * RMQ microservice reads `queue` (bound to events by the test) through `@InboxHandler()`.
+ * It runs no relay; its `onSettle` hook records every settlement for the test to wait on.
+ */
+export async function startLedgerApp(queue: string): Promise<{
+  app: INestApplication;
+  settlements: InboxSettlement[];
+  dataSource: DataSource;
+}> {
+  const settlements: InboxSettlement[] = [];
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+      ClsModule.forRoot({
+        global: true,
+        plugins: [
+          new ClsPluginTransactional({
+            imports: [TypeOrmModule],
+            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          }),
+        ],
+      }),
+      IdempotencyMessagingModule.forRoot({
+        transport: new RabbitMqTransport({ url: brokerUrl(), deadLetterQueues: { [LEDGER_CONSUMER]: `${queue}.dead` } }),
+        inbox: { onSettle: (settlement) => void settlements.push(settlement) },
+        outbox: { relay: false },
+        cleanup: { intervalSeconds: 0 },
+      }),
+    ],
+    controllers: [LedgerConsumer],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+  const dataSource = app.get(DataSource);
+  await runMigrations(dataSource);
+  await dataSource.query(
+    `CREATE TABLE IF NOT EXISTS messaging_test_ledger (id serial PRIMARY KEY, message_id text, order_id text NOT NULL)`,
+  );
+  app.connectMicroservice({
+    transport: Transport.RMQ,
+    options: {
+      urls: [brokerUrl()],
+      queue,
+      queueOptions: { durable: true },
+      noAck: false,
+      prefetchCount: 5,
+      deserializer: new FixedPatternDeserializer(LEDGER_PATTERN),
+    },
+  });
+  await app.startAllMicroservices();
+  await app.init();
+  return { app, settlements, dataSource };
+}
