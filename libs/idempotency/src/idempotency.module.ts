@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
@@ -6,6 +6,8 @@ import { IdempotencyKeyStore } from './idempotency-key.store';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
+  type IdempotencyModuleAsyncOptions,
+  type IdempotencyModuleRootOptions,
 } from './idempotency.module-definition';
 
 /**
@@ -21,4 +23,15 @@ import {
   ],
   exports: [IDEMPOTENCY_OPTIONS, IdempotencyKeyStore, IdempotencyInterceptor],
 })
-export class IdempotencyModule extends ConfigurableIdempotencyModule {}
+export class IdempotencyModule {
+  // The builder makes the options providers; this class only takes them over. Composed rather
+  // than inherited, so the published declarations show these two entry points and no
+  // generated base class.
+  static forRoot(options: IdempotencyModuleRootOptions = {}): DynamicModule {
+    return { ...ConfigurableIdempotencyModule.forRoot(options), module: IdempotencyModule };
+  }
+
+  static forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
+    return { ...ConfigurableIdempotencyModule.forRootAsync(options), module: IdempotencyModule };
+  }
+}

@@ -1,5 +1,5 @@
 export { IdempotencyModule } from './idempotency.module';
-export { IDEMPOTENCY_ASYNC_OPTIONS_TYPE, IDEMPOTENCY_OPTIONS_TYPE } from './idempotency.module-definition';
+export type { IdempotencyModuleAsyncOptions, IdempotencyModuleRootOptions } from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
 export type {
   IdempotencyModuleOptions,
