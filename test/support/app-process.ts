@@ -6,7 +6,19 @@ import { databaseUrl } from './test-app';
 
 const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');
 
-/** The built demo as a real OS process, on the run's database, with faults enabled. */
+/** What runs: a Node.js binary, a built entry file, a working directory. */
+export interface AppProgram {
+  node: string;
+  main: string;
+  cwd?: string;
+}
+
+const DEMO: AppProgram = { node: process.execPath, main: MAIN };
+
+/**
+ * The built demo as a real OS process, on the run's database, with faults enabled; or another
+ * built Nest app that answers `GET /health` (the consumer tests' scratch apps).
+ */
 export class AppProcess {
   private child?: ChildProcess;
   private exited?: Promise<number | null>;
@@ -15,11 +27,15 @@ export class AppProcess {
   private constructor(
     readonly port: number,
     private readonly env: NodeJS.ProcessEnv,
+    private readonly program: AppProgram,
   ) {}
 
   /** `env` is added to the child's environment; `DATABASE_URL: undefined` means embedded. */
-  static async start(env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() }): Promise<AppProcess> {
-    const app = new AppProcess(await findFreePort(), env);
+  static async start(
+    env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() },
+    program: AppProgram = DEMO,
+  ): Promise<AppProcess> {
+    const app = new AppProcess(await findFreePort(), env, program);
     await app.start();
     return app;
   }
@@ -29,8 +45,10 @@ export class AppProcess {
   }
 
   async start(): Promise<void> {
-    if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
-    const child = spawn(process.execPath, [MAIN], {
+    const { node, main, cwd } = this.program;
+    if (!existsSync(main)) throw new Error(`${main} is missing: build it first ("npm test" builds the demo)`);
+    const child = spawn(node, [main], {
+      cwd,
       env: { ...process.env, PORT: String(this.port), DEMO_FAULTS: '1', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
