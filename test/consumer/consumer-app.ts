@@ -34,7 +34,6 @@ export class ConsumerApp {
   readonly timings: Record<string, number> = {};
 
   private constructor(
-    readonly variant: ConsumerVariant,
     readonly dir: string,
     readonly runtime: NodeRuntime,
   ) {}
@@ -44,7 +43,7 @@ export class ConsumerApp {
     const started = Date.now();
     const runtime = await variant.runtime();
     const dir = mkdtempSync(join(tmpdir(), `${LIBRARY_NAME}-${variant.name}-`));
-    const app = new ConsumerApp(variant, dir, runtime);
+    const app = new ConsumerApp(dir, runtime);
     app.timings.node = (Date.now() - started) / 1000;
     try {
       if (!relative(WORKSPACE, dir).startsWith('..')) {
