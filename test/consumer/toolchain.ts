@@ -11,7 +11,10 @@ import { delimiter, dirname, join } from 'node:path';
 export const CACHE_DIR =
   process.env.CONSUMER_CACHE_DIR ?? join(tmpdir(), 'nestjs-pg-idempotency-consumer-cache');
 
-/** Flags of every npm install: the registry only, no install scripts, the cache first. */
+/**
+ * Flags of every npm install: no install scripts, no audit, the cache first (a warm cache keeps
+ * the transitive versions an earlier run resolved; an empty one takes the newest in range).
+ */
 export const NPM_INSTALL_FLAGS = [
   '--no-audit',
   '--no-fund',
