@@ -20,8 +20,8 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {
+    // The package root only: its exports map gives users no deep imports, so neither do we.
     '^nestjs-pg-idempotency$': '<rootDir>/libs/idempotency/src',
-    '^nestjs-pg-idempotency/(.*)$': '<rootDir>/libs/idempotency/src/$1',
   },
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/setup/global-setup.ts',

@@ -6,9 +6,19 @@ import { databaseUrl } from './test-app';
 
 const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');
 
+/** What runs: a Node.js binary, a built entry file, a working directory. */
+export interface AppProgram {
+  node: string;
+  main: string;
+  cwd?: string;
+}
+
+const DEMO: AppProgram = { node: process.execPath, main: MAIN };
+
 /**
  * The built demo as a real OS process, on the run's database, with faults enabled and messaging
- * off unless the test passes `AMQP_URL` (see test/messaging/support/messaging-app.ts).
+ * off unless the test passes `AMQP_URL` (see test/messaging/support/messaging-app.ts); or another
+ * built Nest app that answers `GET /health` (the consumer tests' scratch apps).
  */
 export class AppProcess {
   private child?: ChildProcess;
@@ -19,11 +29,15 @@ export class AppProcess {
     readonly port: number,
     private readonly env: NodeJS.ProcessEnv,
     readonly providerPort: number,
+    private readonly program: AppProgram,
   ) {}
 
   /** `env` is added to the child's environment; `DATABASE_URL: undefined` means embedded. */
-  static async start(env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() }): Promise<AppProcess> {
-    const app = new AppProcess(await findFreePort(), env, await findFreePort());
+  static async start(
+    env: NodeJS.ProcessEnv = { DATABASE_URL: databaseUrl() },
+    program: AppProgram = DEMO,
+  ): Promise<AppProcess> {
+    const app = new AppProcess(await findFreePort(), env, await findFreePort(), program);
     await app.start();
     return app;
   }
@@ -38,8 +52,10 @@ export class AppProcess {
 
   /** `overrides` apply to this start only, e.g. a restart with `DEMO_FAULTS: '0'`. */
   async start(overrides: NodeJS.ProcessEnv = {}): Promise<void> {
-    if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first (npm test does)`);
-    const child = spawn(process.execPath, [MAIN], {
+    const { node, main, cwd } = this.program;
+    if (!existsSync(main)) throw new Error(`${main} is missing: build it first ("npm test" builds the demo)`);
+    const child = spawn(node, [main], {
+      cwd,
       // Each process runs its own card processor stub; all stubs share one database schema,
       // so together they behave as one provider. AMQP_URL '' keeps a developer's own AMQP_URL
       // from turning messaging on in every suite.

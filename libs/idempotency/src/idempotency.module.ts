@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
@@ -14,6 +14,8 @@ import { TransactionHostRef } from './transaction-host.ref';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
+  type IdempotencyModuleAsyncOptions,
+  type IdempotencyModuleRootOptions,
 } from './idempotency.module-definition';
 
 /**
@@ -39,4 +41,15 @@ import {
   // must be visible there.
   exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
-export class IdempotencyModule extends ConfigurableIdempotencyModule {}
+export class IdempotencyModule {
+  // The builder makes the options providers; this class only takes them over. Composed rather
+  // than inherited, so the published declarations show these two entry points and no
+  // generated base class.
+  static forRoot(options: IdempotencyModuleRootOptions = {}): DynamicModule {
+    return { ...ConfigurableIdempotencyModule.forRoot(options), module: IdempotencyModule };
+  }
+
+  static forRootAsync(options: IdempotencyModuleAsyncOptions): DynamicModule {
+    return { ...ConfigurableIdempotencyModule.forRootAsync(options), module: IdempotencyModule };
+  }
+}

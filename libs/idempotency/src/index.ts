@@ -1,5 +1,5 @@
 export { IdempotencyModule } from './idempotency.module';
-export { IDEMPOTENCY_ASYNC_OPTIONS_TYPE, IDEMPOTENCY_OPTIONS_TYPE } from './idempotency.module-definition';
+export type { IdempotencyModuleAsyncOptions, IdempotencyModuleRootOptions } from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
 export { Phases } from './phased/phases.decorator';
 export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
@@ -58,5 +58,5 @@ export {
   type RabbitMqTopology,
   type RabbitMqTransportOptions,
 } from './rabbitmq/rabbitmq.transport';
-export { MESSAGE_ID_HEADER } from './rabbitmq/rabbitmq-delivery';
-export { FixedPatternDeserializer } from './rabbitmq/fixed-pattern.deserializer';
+export { MESSAGE_ID_HEADER } from './rabbitmq/message-id-header';
+export { FixedPatternDeserializer, type FixedPatternEvent } from './rabbitmq/fixed-pattern.deserializer';

@@ -1,8 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
+import { MESSAGE_ID_HEADER } from './message-id-header';
 import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-transport';
 
-/** The header a producer may use instead of the `message-id` property. */
-export const MESSAGE_ID_HEADER = 'x-message-id';
 
 /** A RabbitMQ delivery on the consumer's own channel: acks and nacks must go back on it. */
 export class RabbitMqDelivery implements InboxDelivery {

@@ -1,0 +1,108 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { AppProcess } from '../support/app-process';
+import { libraryTarball, WORKSPACE } from './library-tarball';
+import { NPM_INSTALL_FLAGS, type NodeRuntime, run, type RunResult } from './toolchain';
+
+const FIXTURE = resolve(__dirname, 'fixture');
+const LIBRARY_NAME = 'nestjs-pg-idempotency';
+
+/** One way a user installs the library: a Nest major, a module format, a Node.js. */
+export interface ConsumerVariant {
+  /** Names the scratch folder and its database. */
+  name: string;
+  title: string;
+  /** The scratch app's package.json, under test/consumer/fixture/. */
+  packageJson: string;
+  runtime: () => Promise<NodeRuntime>;
+}
+
+interface LibraryManifest {
+  peerDependencies?: Record<string, string>;
+  dependencies?: Record<string, string>;
+}
+
+/**
+ * A scratch Nest app in a fresh folder outside the workspace: the fixture's sources, its own
+ * package.json (registry packages and the library's tarball, nothing else), installed with npm
+ * and compiled with its own `tsc`. Node resolution from there never reaches the workspace's
+ * node_modules, and no path mapping points back at the library's sources.
+ */
+export class ConsumerApp {
+  /** Seconds per stage, for the log. */
+  readonly timings: Record<string, number> = {};
+
+  private constructor(
+    readonly dir: string,
+    readonly runtime: NodeRuntime,
+  ) {}
+
+  static async prepare(variant: ConsumerVariant): Promise<ConsumerApp> {
+    const tarball = libraryTarball();
+    const started = Date.now();
+    const runtime = await variant.runtime();
+    const dir = mkdtempSync(join(tmpdir(), `${LIBRARY_NAME}-${variant.name}-`));
+    const app = new ConsumerApp(dir, runtime);
+    app.timings.node = (Date.now() - started) / 1000;
+    try {
+      if (!relative(WORKSPACE, dir).startsWith('..')) {
+        throw new Error(`the scratch app must live outside the workspace, got ${dir} (check TMPDIR)`);
+      }
+      cpSync(join(FIXTURE, 'src'), join(dir, 'src'), { recursive: true });
+      cpSync(join(FIXTURE, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+      cpSync(join(FIXTURE, variant.packageJson), join(dir, 'package.json'));
+      cpSync(tarball, join(dir, `${LIBRARY_NAME}.tgz`)); // the package.json names it file:./
+      await app.timed('install', () => app.npm(['install', ...NPM_INSTALL_FLAGS]));
+      const tsc = join(dir, 'node_modules/typescript/bin/tsc');
+      await app.timed('tsc', () => run(runtime.node, [tsc, '-p', 'tsconfig.json'], { cwd: dir, runtime }));
+    } catch (error) {
+      app.remove();
+      throw error;
+    }
+    return app;
+  }
+
+  npm(args: string[], options: { allowFailure?: boolean } = {}): Promise<RunResult> {
+    return run('npm', args, { cwd: this.dir, runtime: this.runtime, ...options });
+  }
+
+  /** Where npm installed the library, from the tarball. */
+  libraryDir(): string {
+    return join(this.dir, 'node_modules', LIBRARY_NAME);
+  }
+
+  libraryManifest(): LibraryManifest {
+    return JSON.parse(readFileSync(join(this.libraryDir(), 'package.json'), 'utf8'));
+  }
+
+  /** Starts the compiled app (`dist/main.js`) on the given database. */
+  start(databaseUrl: string): Promise<AppProcess> {
+    return this.timed('start', () =>
+      AppProcess.start(
+        { DATABASE_URL: databaseUrl },
+        { node: this.runtime.node, main: join(this.dir, 'dist/main.js'), cwd: this.dir },
+      ),
+    );
+  }
+
+  remove(): void {
+    if (process.env.KEEP_CONSUMER_APPS === '1') return;
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  describeTimings(): string {
+    return Object.entries(this.timings)
+      .map(([stage, seconds]) => `${stage} ${seconds.toFixed(1)} s`)
+      .join(', ');
+  }
+
+  private async timed<T>(stage: string, work: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    try {
+      return await work();
+    } finally {
+      this.timings[stage] = (Date.now() - started) / 1000;
+    }
+  }
+}

@@ -1,0 +1,204 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join, relative } from 'node:path';
+import type { AppProcess } from '../support/app-process';
+import { postRaw, uniqueKey } from '../support/http';
+import { ConsumerApp, type ConsumerVariant } from './consumer-app';
+import { listFiles } from './library-tarball';
+import { ScratchDatabase } from './scratch-database';
+
+/**
+ * Packages whose classes or module-level state the library and the app must share: a second
+ * copy of any of them is a second DI token, async context or metadata store.
+ */
+const SHARED_WITH_APP = [
+  '@nestjs/common',
+  '@nestjs/core',
+  'nestjs-cls',
+  '@nestjs-cls/transactional',
+  '@nestjs-cls/transactional-adapter-typeorm',
+  'typeorm',
+  'class-transformer',
+  'rxjs',
+  'reflect-metadata',
+];
+
+/**
+ * Optional peers: loaded only by the features that need them (OpenAPI, the RabbitMQ transport),
+ * so an app without them installs and runs the library as is.
+ */
+const OPTIONAL_PEERS = ['@nestjs/swagger', '@nestjs/microservices', 'amqp-connection-manager', 'amqplib'];
+
+/** What a user's app, installed from the tarball, must see: the same on every variant. */
+export function describeConsumer(variant: ConsumerVariant): void {
+  describe(`the packed library in a scratch app outside the workspace: ${variant.title}`, () => {
+    let app: ConsumerApp;
+
+    beforeAll(async () => {
+      app = await ConsumerApp.prepare(variant);
+    }, 10 * 60_000);
+
+    afterAll(() => app?.remove());
+
+    it('declares as peers exactly the packages the app must share with it, and the optional ones as optional', () => {
+      const manifest = app.libraryManifest() as { peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+      const optional = Object.entries(manifest.peerDependenciesMeta ?? {})
+        .filter(([, meta]) => meta.optional)
+        .map(([name]) => name);
+      const required = Object.keys(manifest.peerDependencies ?? {}).filter((name) => !optional.includes(name));
+      expect(required.sort()).toEqual([...SHARED_WITH_APP].sort());
+      expect(optional.sort()).toEqual([...OPTIONAL_PEERS].sort());
+    });
+
+    it('installs with every peer in range, and one copy of each shared package (npm ls)', async () => {
+      // Exit code 0: nothing missing, nothing extraneous, no peer out of its range.
+      const tree = await app.npm(['ls', '--all'], { allowFailure: true });
+      expect({ code: tree.code, stderr: tree.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+      const found = await app.npm(['ls', '--all', '--parseable', ...SHARED_WITH_APP]);
+      const paths = found.stdout.split('\n').filter((line) => line.includes('node_modules'));
+      for (const name of SHARED_WITH_APP) {
+        const copies = paths.filter((path) => path.endsWith(`node_modules/${name}`));
+        expect({ name, copies }).toEqual({ name, copies: [join(app.dir, 'node_modules', name)] });
+      }
+    });
+
+    it('ships only the build output, README, CHANGELOG and LICENSE', () => {
+      const files = listFiles(app.libraryDir(), new Set(['node_modules'])).map((file) => relative(app.libraryDir(), file));
+      expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'README.md', 'LICENSE']));
+      const unexpected = files.filter(
+        (file) =>
+          !/^dist\/.+\.(js|js\.map|d\.ts)$/.test(file) &&
+          !['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file),
+      );
+      expect(unexpected).toEqual([]);
+      expect(files.filter((file) => /\.spec\.|(^|\/)(src|test)\//.test(file))).toEqual([]);
+    });
+
+    it('imports nothing but its peers, its own dependencies and Node built-ins', () => {
+      const manifest = app.libraryManifest();
+      const declared = new Set([
+        ...Object.keys(manifest.peerDependencies ?? {}),
+        ...Object.keys(manifest.dependencies ?? {}),
+      ]);
+      const imported = new Set<string>();
+      for (const file of listFiles(join(app.libraryDir(), 'dist')).filter((f) => /\.(js|d\.ts)$/.test(f))) {
+        const code = readFileSync(file, 'utf8');
+        for (const [, specifier] of code.matchAll(/(?:\bfrom\s+|\brequire\(\s*|\bimport\(\s*)['"]([^'"]+)['"]/g)) {
+          if (!specifier.startsWith('.')) imported.add(packageName(specifier));
+        }
+      }
+      expect(imported).toContain('@nestjs/common'); // the scan sees imports at all
+      expect([...imported].filter((name) => !declared.has(name) && !isBuiltin(name))).toEqual([]);
+    });
+
+    describe('running on its own PostgreSQL database', () => {
+      let db: ScratchDatabase;
+      let server: AppProcess;
+
+      beforeAll(async () => {
+        db = await ScratchDatabase.create(`consumer_${variant.name}_${process.pid}`);
+        server = await app.start(db.url);
+        // eslint-disable-next-line no-console
+        console.log(`consumer ${variant.name} (Node ${app.runtime.version}): ${app.describeTimings()}`);
+      }, 60_000);
+
+      afterAll(async () => {
+        await server?.stop();
+        await db?.drop();
+      });
+
+      const createWidget = (body: string, headers: Record<string, string>) =>
+        postRaw(server.url, '/widgets', body, headers);
+      const widgets = (name: string) =>
+        db.query<{ id: string; amount_cents: number }>('SELECT id, amount_cents FROM widgets WHERE name = $1', [name]);
+      const keyRows = (key: string) =>
+        db.query<{ status: string; response_code: number; response_body: Buffer }>(
+          'SELECT status, response_code, response_body FROM idempotency_keys WHERE idem_key = $1',
+          [key],
+        );
+
+      it("resolves the library's providers to one store and one options object, on the app's TransactionHost", async () => {
+        const wiring = await (await fetch(`${server.url}/wiring`)).json();
+        expect(wiring).toEqual({
+          interceptor: 'IdempotencyInterceptor',
+          interceptorInstances: expect.any(Number),
+          storeInstances: 1,
+          distinctStoresUsed: 1,
+          distinctOptionsUsed: 1,
+          transactionHostInstances: 1,
+          interceptorsUseAppTransactionHost: true,
+          storesUseAppTransactionHost: true,
+        });
+        expect(wiring.interceptorInstances).toBeGreaterThanOrEqual(1);
+      });
+
+      it('writes one row for one key under 20 concurrent duplicates, and answers them all with the same bytes', async () => {
+        const key = uniqueKey();
+        const name = `w-${randomUUID()}`;
+        const body = JSON.stringify({ name, amountCents: 700 });
+        // The first holds its transaction open 300 ms: the others arrive while it runs.
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, () => createWidget(body, { 'idempotency-key': key, 'x-test-delay-ms': '300' })),
+        );
+        expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(201));
+        expect(new Set(answers.map((answer) => answer.text)).size).toBe(1);
+        const rows = await widgets(name);
+        expect(rows).toHaveLength(1);
+        expect(JSON.parse(answers[0].text).id).toBe(rows[0].id);
+        const [keyRow, ...others] = await keyRows(key);
+        expect(others).toEqual([]);
+        expect(keyRow).toMatchObject({ status: 'completed', response_code: 201 });
+        expect(keyRow.response_body.toString('utf8')).toBe(answers[0].text);
+      });
+
+      it('replays the first response byte for byte, for a reordered body that spells out its default', async () => {
+        const key = uniqueKey();
+        const name = `w-${randomUUID()}`;
+        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), { 'idempotency-key': key });
+        expect(first.status).toBe(201);
+        const reordered = `{ "color": "red",  "amountCents": 250, "name": ${JSON.stringify(name)} }`;
+        const replay = await createWidget(reordered, { 'idempotency-key': key });
+        expect(replay.status).toBe(201);
+        expect(replay.text).toBe(first.text);
+        expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
+        expect(await widgets(name)).toHaveLength(1);
+        const [keyRow] = await keyRows(key);
+        expect(keyRow.response_body.equals(Buffer.from(first.text, 'utf8'))).toBe(true);
+      });
+
+      it('answers 422 for a key reused with another body, and writes nothing for it', async () => {
+        const key = uniqueKey();
+        const name = `w-${randomUUID()}`;
+        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), { 'idempotency-key': key });
+        expect(first.status).toBe(201);
+        const reused = await createWidget(JSON.stringify({ name, amountCents: 251 }), { 'idempotency-key': key });
+        expect(reused.status).toBe(422);
+        expect(reused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        expect(JSON.parse(reused.text)).toMatchObject({ type: 'urn:idempotency:key-reused', status: 422 });
+        expect(await widgets(name)).toEqual([expect.objectContaining({ amount_cents: 250 })]);
+        expect(await keyRows(key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+      });
+
+      it("rolls the handler's write back with the claim on a transient failure, so the retry runs", async () => {
+        const key = uniqueKey();
+        const name = `w-${randomUUID()}`;
+        const body = JSON.stringify({ name, amountCents: 300 });
+        const failed = await createWidget(body, { 'idempotency-key': key, 'x-test-fail-after-write': 'true' });
+        expect(failed.status).toBe(503);
+        expect(await widgets(name)).toEqual([]);
+        expect(await keyRows(key)).toEqual([]);
+        const retry = await createWidget(body, { 'idempotency-key': key });
+        expect(retry.status).toBe(201);
+        expect(await widgets(name)).toHaveLength(1);
+        expect(await keyRows(key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+      });
+    });
+  });
+}
+
+/** `@scope/name/deep/path` → `@scope/name`; `name/deep` → `name`. */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
