@@ -16,6 +16,7 @@ export async function createTestApp(config: Partial<AppConfig> = {}): Promise<IN
         providerUrl: 'http://127.0.0.1:9', // no card processor unless a test starts one
         providerTimeoutMs: 5000,
         leaseSeconds: 60,
+        benchRoutes: false,
         ...config,
       }),
     ],

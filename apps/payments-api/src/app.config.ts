@@ -9,6 +9,8 @@ export interface AppConfig {
   providerTimeoutMs: number;
   /** Lease of phased routes (`IDEMPOTENCY_LEASE_SECONDS`, default 60). */
   leaseSeconds: number;
+  /** `BENCH_ROUTES=1` adds the benchmark's routes: `POST /bench/orders`, `GET /bench/stats`. */
+  benchRoutes: boolean;
 }
 
 export const APP_CONFIG = Symbol('payments-api:config');

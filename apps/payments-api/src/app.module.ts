@@ -8,6 +8,7 @@ import { IdempotencyKeyEntity, IdempotencyModule } from 'nestjs-pg-idempotency';
 import { paymentsApiMigrations } from '../../../migrations';
 import { APP_CONFIG, type AppConfig } from './app.config';
 import { ApiKeyGuard } from './auth/api-key.guard';
+import { BenchModule } from './bench/bench.module';
 import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
 import { HealthController } from './health/health.controller';
 import { Order } from './orders/order.entity';
@@ -44,6 +45,7 @@ export class AppModule {
         IdempotencyModule.forRoot({ leaseSeconds: config.leaseSeconds }),
         OrdersModule,
         PaymentsModule,
+        ...(config.benchRoutes ? [BenchModule] : []),
       ],
       controllers: [HealthController],
       providers: [

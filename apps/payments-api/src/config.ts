@@ -8,6 +8,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, provi
     providerUrl,
     providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 5000),
     leaseSeconds: positiveInteger(env, 'IDEMPOTENCY_LEASE_SECONDS', 60),
+    benchRoutes: env.BENCH_ROUTES === '1',
   };
 }
 
