@@ -126,7 +126,23 @@ export function formatFigures(figures: BenchFigures): string {
     '',
     ratio('a/b', 'create over baseline', figures.createRatio, TARGETS.createRatio),
     ratio('c/b', 'replay over baseline', figures.replayRatio, TARGETS.replayRatio),
+    ...cpuRatios(figures.scenarios),
   ].join('\n');
+}
+
+/**
+ * The same ratios from server CPU per request (demo + PostgreSQL): what req/s tends to when the
+ * server is CPU-bound, and far less sensitive than req/s to other work on the machine.
+ */
+function cpuRatios(scenarios: readonly ScenarioFigures[]): string[] {
+  const cpu = (id: ScenarioId) => {
+    const scenario = scenarios.find((candidate) => candidate.id === id);
+    return scenario ? scenario.appCpuMsPerRequest + scenario.postgresCpuMsPerRequest : Number.NaN;
+  };
+  const create = cpu('b') / cpu('a');
+  const replay = cpu('b') / cpu('c');
+  if (!Number.isFinite(create) || !Number.isFinite(replay)) return [];
+  return [`by server CPU per request (demo + PostgreSQL): a/b = ${create.toFixed(2)}, c/b = ${replay.toFixed(2)}`];
 }
 
 function describeNon2xx(statusCounts: Map<number, number>): string {
