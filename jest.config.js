@@ -16,7 +16,7 @@ module.exports = {
   rootDir: '.',
   // ts before js: a stale .js beside a .ts must never shadow it.
   moduleFileExtensions: ['ts', 'js', 'json'],
-  testRegex: '(libs|apps|test)/.*\\.(spec|e2e-spec)\\.ts$',
+  testRegex: '(libs|apps|test|bench)/.*\\.(spec|e2e-spec)\\.ts$',
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {

@@ -22,6 +22,7 @@ export async function createTestApp(
         providerTimeoutMs: 5000,
         leaseSeconds: 60,
         cleanup: false,
+        benchRoutes: false,
         ...config,
       }),
     ],

@@ -17,6 +17,8 @@ export interface AppConfig {
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */
   messaging?: Partial<Omit<MessagingSettings, 'amqpUrl'>>;
+  /** `BENCH_ROUTES=1` adds the benchmark's routes: `POST /bench/orders`, `GET /bench/stats`. */
+  benchRoutes: boolean;
 }
 
 export const APP_CONFIG = Symbol('payments-api:config');

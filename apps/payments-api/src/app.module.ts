@@ -9,6 +9,7 @@ import { paymentsApiMigrations } from '../../../migrations';
 import { APP_CONFIG, type AppConfig } from './app.config';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { EventsModule } from './events/events.module';
+import { BenchModule } from './bench/bench.module';
 import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
 import { HealthController } from './health/health.controller';
 import { DemoMessagingModule } from './messaging/demo-messaging.module';
@@ -63,6 +64,7 @@ export class AppModule {
           : []),
         OrdersModule,
         PaymentsModule,
+        ...(config.benchRoutes ? [BenchModule] : []),
       ],
       controllers: [HealthController],
       providers: [

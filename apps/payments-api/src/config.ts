@@ -18,6 +18,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, provi
             intervalSeconds: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_INTERVAL_SECONDS', 300),
             batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
           },
+    benchRoutes: env.BENCH_ROUTES === '1',
   };
 }
 

@@ -51,6 +51,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(port, '0.0.0.0');
   logger.log(`payments API listening on http://localhost:${port}, card processor at ${providerUrl}`);
   if (config.demoFaults) logger.warn('DEMO_FAULTS=1: X-Demo-Fault is honoured');
+  if (config.benchRoutes) logger.warn('BENCH_ROUTES=1: POST /bench/orders and GET /bench/stats are served');
 }
 
 bootstrap().catch((error: unknown) => {

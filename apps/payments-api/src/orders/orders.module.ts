@@ -6,5 +6,7 @@ import { OrdersService } from './orders.service';
 @Module({
   controllers: [OrdersController],
   providers: [OrdersService, DemoFaults],
+  // The benchmark's baseline route runs the orders handler itself (bench/bench.module.ts).
+  exports: [OrdersService, DemoFaults],
 })
 export class OrdersModule {}

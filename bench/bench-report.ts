@@ -1,0 +1,161 @@
+import type { ScenarioRun } from './run-scenario';
+import type { Scenario, ScenarioId } from './scenarios';
+
+/** One scenario over all its measured runs. */
+export interface ScenarioFigures {
+  id: ScenarioId;
+  title: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  statementsPerRequest: number;
+  /** CPU milliseconds per request, of the demo process and of PostgreSQL (NaN: not measured). */
+  appCpuMsPerRequest: number;
+  postgresCpuMsPerRequest: number;
+  responses: number;
+  statusCounts: Map<number, number>;
+  errors: number;
+}
+
+export interface BenchFigures {
+  scenarios: ScenarioFigures[];
+  /** Create over baseline, and replay over baseline, both in req/s of this very run. */
+  createRatio: number;
+  replayRatio: number;
+}
+
+export const TARGETS = { createRatio: 0.85, replayRatio: 1.5 } as const;
+
+/**
+ * Aggregates over the rounds: req/s is all responses over all measured seconds, and p50/p99 are
+ * taken over every single latency of the scenario (percentiles of rounds cannot be averaged).
+ */
+export function benchFigures(scenarios: readonly Scenario[], runs: Map<ScenarioId, ScenarioRun[]>): BenchFigures {
+  const figures = scenarios.map((scenario): ScenarioFigures => {
+    const own = runs.get(scenario.id) ?? [];
+    const latencies = Float64Array.from(own.flatMap((run) => run.latenciesMs)).sort();
+    const statusCounts = new Map<number, number>();
+    for (const run of own) {
+      for (const [status, count] of run.statusCounts) statusCounts.set(status, (statusCounts.get(status) ?? 0) + count);
+    }
+    const seconds = sum(own.map((run) => run.seconds));
+    const serverRequests = sum(own.map((run) => run.serverRequests));
+    const postgresCpu = own.every((run) => run.postgresCpuMs !== undefined)
+      ? sum(own.map((run) => run.postgresCpuMs ?? 0))
+      : Number.NaN;
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      requestsPerSecond: latencies.length / seconds,
+      p50Ms: percentile(latencies, 0.5),
+      p99Ms: percentile(latencies, 0.99),
+      statementsPerRequest: sum(own.map((run) => run.statements)) / serverRequests,
+      appCpuMsPerRequest: sum(own.map((run) => run.appCpuMs)) / serverRequests,
+      postgresCpuMsPerRequest: postgresCpu / serverRequests,
+      responses: latencies.length,
+      statusCounts,
+      errors: sum(own.map((run) => run.errors)),
+    };
+  });
+  const rps = (id: ScenarioId) => figures.find((figure) => figure.id === id)?.requestsPerSecond ?? Number.NaN;
+  return { scenarios: figures, createRatio: rps('a') / rps('b'), replayRatio: rps('c') / rps('b') };
+}
+
+/** Why the run's figures cannot be trusted, if they cannot; empty when they can. */
+export function invalidities(figures: BenchFigures): string[] {
+  const problems: string[] = [];
+  for (const scenario of figures.scenarios) {
+    const numbers = {
+      'req/s': scenario.requestsPerSecond,
+      p50: scenario.p50Ms,
+      p99: scenario.p99Ms,
+      'statements/request': scenario.statementsPerRequest,
+      'app CPU/request': scenario.appCpuMsPerRequest,
+    };
+    for (const [name, value] of Object.entries(numbers)) {
+      if (!Number.isFinite(value) || value <= 0) problems.push(`(${scenario.id}) ${name} is ${value}`);
+    }
+    // In (d) a 409 is a correct answer (the key's first request is still running); anywhere
+    // else, any answer but 201 means the server was not doing the work being measured.
+    const allowed = scenario.id === 'd' ? [201, 409] : [201];
+    for (const [status, count] of scenario.statusCounts) {
+      if (!allowed.includes(status)) problems.push(`(${scenario.id}) ${count} responses with status ${status}`);
+    }
+    if (scenario.errors > 0) problems.push(`(${scenario.id}) ${scenario.errors} requests without a response`);
+  }
+  if (!Number.isFinite(figures.createRatio) || figures.createRatio <= 0) problems.push(`a/b is ${figures.createRatio}`);
+  if (!Number.isFinite(figures.replayRatio) || figures.replayRatio <= 0) problems.push(`c/b is ${figures.replayRatio}`);
+  return problems;
+}
+
+export function formatFigures(figures: BenchFigures): string {
+  const header = [
+    '',
+    'scenario',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'statements/req',
+    'app CPU ms/req',
+    'PG CPU ms/req',
+    'responses',
+    'non-2xx',
+    'no response',
+  ];
+  const rows = figures.scenarios.map((scenario) => [
+    `(${scenario.id})`,
+    scenario.title,
+    scenario.requestsPerSecond.toFixed(0),
+    scenario.p50Ms.toFixed(1),
+    scenario.p99Ms.toFixed(1),
+    scenario.statementsPerRequest.toFixed(2),
+    scenario.appCpuMsPerRequest.toFixed(2),
+    Number.isNaN(scenario.postgresCpuMsPerRequest) ? 'n/a' : scenario.postgresCpuMsPerRequest.toFixed(2),
+    String(scenario.responses),
+    describeNon2xx(scenario.statusCounts),
+    String(scenario.errors),
+  ]);
+  const widths = header.map((_, column) => Math.max(...[header, ...rows].map((row) => row[column].length)));
+  const line = (row: string[]) =>
+    row.map((cell, column) => (column <= 1 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+  const ratio = (name: string, what: string, value: number, target: number) =>
+    `${name} = ${value.toFixed(2)}  (${what}; target >= ${target}: ${value >= target ? 'met' : 'NOT MET'})`;
+  return [
+    line(header),
+    ...rows.map(line),
+    '',
+    ratio('a/b', 'create over baseline', figures.createRatio, TARGETS.createRatio),
+    ratio('c/b', 'replay over baseline', figures.replayRatio, TARGETS.replayRatio),
+    ...cpuRatios(figures.scenarios),
+  ].join('\n');
+}
+
+/**
+ * The same ratios from server CPU per request (demo + PostgreSQL): what req/s tends to when the
+ * server is CPU-bound, and far less sensitive than req/s to other work on the machine.
+ */
+function cpuRatios(scenarios: readonly ScenarioFigures[]): string[] {
+  const cpu = (id: ScenarioId) => {
+    const scenario = scenarios.find((candidate) => candidate.id === id);
+    return scenario ? scenario.appCpuMsPerRequest + scenario.postgresCpuMsPerRequest : Number.NaN;
+  };
+  const create = cpu('b') / cpu('a');
+  const replay = cpu('b') / cpu('c');
+  if (!Number.isFinite(create) || !Number.isFinite(replay)) return [];
+  return [`by server CPU per request (demo + PostgreSQL): a/b = ${create.toFixed(2)}, c/b = ${replay.toFixed(2)}`];
+}
+
+function describeNon2xx(statusCounts: Map<number, number>): string {
+  const non2xx = [...statusCounts].filter(([status]) => status < 200 || status > 299);
+  if (non2xx.length === 0) return '0';
+  return non2xx.map(([status, count]) => `${count} x ${status}`).join(', ');
+}
+
+function percentile(sorted: Float64Array, fraction: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)];
+}
+
+function sum(values: number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}

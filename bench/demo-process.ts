@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { findFreePort } from '../apps/payments-api/src/database/embedded-postgres';
+import type { BenchStats } from '../apps/payments-api/src/bench/bench-stats.service';
+import { DEMO_MAIN } from './repo-paths';
+
+const LOG_TAIL_LINES = 40;
+
+/**
+ * The built demo in a process of its own, as `npm start` runs it, with `BENCH_ROUTES=1`: the
+ * load generator and the server must not share one event loop, or each would slow the other.
+ */
+export class DemoProcess {
+  private readonly logTail: string[] = [];
+  private exitCode?: number | null;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {
+    const keep = (chunk: Buffer) => {
+      this.logTail.push(...chunk.toString().split('\n').filter((line) => line.trim() !== ''));
+      this.logTail.splice(0, Math.max(0, this.logTail.length - LOG_TAIL_LINES));
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.once('exit', (code) => (this.exitCode = code));
+  }
+
+  static async start(databaseUrl: string): Promise<DemoProcess> {
+    if (!existsSync(DEMO_MAIN)) throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
+    const port = await findFreePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      // Its card processor stub idles on a port of its own: the benchmark never pays.
+      PROVIDER_PORT: String(await findFreePort()),
+      BENCH_ROUTES: '1',
+    };
+    delete env.PROVIDER_URL;
+    delete env.DEMO_FAULTS;
+    const child = spawn(process.execPath, [DEMO_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
+    await demo.waitUntilHealthy();
+    return demo;
+  }
+
+  /** The demo's counters; `authorization` is any API key of the demo. */
+  async stats(authorization: string): Promise<BenchStats> {
+    const response = await fetch(`${this.url}/bench/stats`, { headers: { authorization } });
+    if (response.status !== 200) throw new Error(`GET /bench/stats answered ${response.status}`);
+    return (await response.json()) as BenchStats;
+  }
+
+  /** The counters once no request is running any more, so a round's statements are complete. */
+  async settledStats(authorization: string): Promise<BenchStats> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const stats = await this.stats(authorization);
+      if (stats.inFlight === 0) return stats;
+      if (Date.now() > deadline) throw new Error(`${stats.inFlight} requests still running after 10 s`);
+      await sleep(20);
+    }
+  }
+
+  logs(): string {
+    return this.logTail.join('\n');
+  }
+
+  async stop(): Promise<void> {
+    if (this.exitCode !== undefined) return;
+    const exited = new Promise((done) => this.child.once('exit', done));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+
+  private async waitUntilHealthy(): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (this.exitCode !== undefined) throw new Error(`the demo exited during start:\n${this.logs()}`);
+      try {
+        if ((await fetch(`${this.url}/health`)).status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+    throw new Error(`the demo did not become healthy in 60 s:\n${this.logs()}`);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

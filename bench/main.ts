@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
+import { type BenchDatabase, openBenchDatabase } from './bench-database';
+import { type BenchOptions, benchOptions } from './bench-options';
+import { benchFigures, formatFigures, invalidities } from './bench-report';
+import { DemoProcess } from './demo-process';
+import { runScenario, type ScenarioRun } from './run-scenario';
+import { ORDER_BODY, replayKey, type Scenario, type ScenarioId, scenarios, TENANT_KEYS } from './scenarios';
+
+/**
+ * `npm run bench`: the demo in its own process on a real PostgreSQL, driven over HTTP by
+ * autocannon. Rounds alternate the scenarios, forwards then backwards, so that drift (growing
+ * tables, autovacuum, a busy neighbour) spreads over all of them instead of favouring one; the
+ * ratios compare scenarios of this very run, never figures of another machine or day.
+ */
+async function main(): Promise<void> {
+  const options = benchOptions(process.argv.slice(2), process.env);
+  const started = Date.now();
+  let database: BenchDatabase | undefined;
+  let demo: DemoProcess | undefined;
+  try {
+    database = await openBenchDatabase(process.env);
+    demo = await DemoProcess.start(database.url);
+    const runId = randomUUID().slice(0, 8);
+    const all = scenarios(runId);
+    console.log(header(options, database.description));
+    await completeReplayKey(demo, runId);
+
+    const runs = await measure(demo, database, all, options);
+    const figures = benchFigures(all, runs);
+    console.log(`\n${formatFigures(figures)}`);
+    console.log(`load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not statements)`);
+
+    const problems = invalidities(figures);
+    if (problems.length > 0) {
+      console.error(`\nINVALID RUN:\n- ${problems.join('\n- ')}\n--- demo log (tail) ---\n${demo.logs()}`);
+      process.exitCode = 1;
+    } else if (options.smoke) {
+      console.log('\nsmoke run: every figure was produced (a short run does not judge the ratios)');
+    }
+  } finally {
+    await demo?.stop();
+    await database?.close();
+    console.log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** A warm-up run of each scenario (JIT, pool, caches), then the measured rounds. */
+async function measure(
+  demo: DemoProcess,
+  database: BenchDatabase,
+  all: readonly Scenario[],
+  options: BenchOptions,
+): Promise<Map<ScenarioId, ScenarioRun[]>> {
+  const settings = { url: demo.url, connections: options.connections };
+  for (const scenario of all) {
+    await runScenario(demo, database, scenario, 'warmup', { ...settings, durationSeconds: options.warmupSeconds });
+  }
+  const runs = new Map<ScenarioId, ScenarioRun[]>(all.map((scenario) => [scenario.id, []]));
+  for (let round = 1; round <= options.rounds; round++) {
+    const order = round % 2 === 1 ? all : [...all].reverse();
+    const line: string[] = [];
+    for (const scenario of order) {
+      const run = await runScenario(demo, database, scenario, `r${round}`, {
+        ...settings,
+        durationSeconds: options.durationSeconds,
+      });
+      runs.get(scenario.id)?.push(run);
+      line.push(`${scenario.id} ${(run.latenciesMs.length / run.seconds).toFixed(0)}`);
+    }
+    console.log(`round ${round}/${options.rounds}, req/s: ${line.join(', ')}`);
+  }
+  return runs;
+}
+
+function header(options: BenchOptions, databaseDescription: string): string {
+  const cpu = cpus();
+  const { rounds, durationSeconds, warmupSeconds, connections } = options;
+  return [
+    `nestjs-pg-idempotency benchmark${options.smoke ? ' (smoke run)' : ''}`,
+    `machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
+      databaseDescription,
+    `load average at the start: ${loadAverage()}`,
+    `load: autocannon ${autocannonVersion()}, ${connections} connections, pipelining 1; ` +
+      `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
+    '',
+  ].join('\n');
+}
+
+/** Scenario (c) replays a key that completed before any measurement, for each tenant. */
+async function completeReplayKey(demo: DemoProcess, runId: string): Promise<void> {
+  for (const authorization of TENANT_KEYS) {
+    const response = await fetch(`${demo.url}/v1/orders`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json', 'idempotency-key': replayKey(runId) },
+      body: ORDER_BODY,
+    });
+    if (response.status !== 201) {
+      throw new Error(`completing the key of scenario (c) answered ${response.status}: ${await response.text()}`);
+    }
+  }
+}
+
+/** The 1-minute load average: how busy the machine was besides the benchmark. */
+function loadAverage(): string {
+  return loadavg()[0].toFixed(2);
+}
+
+function autocannonVersion(): string {
+  return (require('autocannon/package.json') as { version: string }).version;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

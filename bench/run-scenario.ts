@@ -1,0 +1,74 @@
+import autocannon from 'autocannon';
+import type { BenchDatabase } from './bench-database';
+import type { DemoProcess } from './demo-process';
+import { type Scenario, TENANT_KEYS } from './scenarios';
+
+/** What one run of one scenario measured. */
+export interface ScenarioRun {
+  seconds: number;
+  /** Latency of every completed response, in milliseconds. */
+  latenciesMs: number[];
+  statusCounts: Map<number, number>;
+  /** Connection errors and timeouts: requests that got no response at all. */
+  errors: number;
+  /** Statements the demo sent, and requests it received, during the run. */
+  statements: number;
+  serverRequests: number;
+  /** CPU the demo process used during the run, and PostgreSQL (undefined: not measured). */
+  appCpuMs: number;
+  postgresCpuMs?: number;
+}
+
+export interface RunSettings {
+  url: string;
+  connections: number;
+  durationSeconds: number;
+}
+
+/**
+ * Drives one scenario for `durationSeconds` with autocannon, pipelining 1, and reads the demo's
+ * counters before and after, once no request is left running. The CPU figures say what a
+ * request costs the server whatever else the machine is doing; req/s says how many it managed.
+ */
+export async function runScenario(
+  demo: DemoProcess,
+  database: BenchDatabase,
+  scenario: Scenario,
+  run: string,
+  settings: RunSettings,
+): Promise<ScenarioRun> {
+  const before = await demo.settledStats(TENANT_KEYS[0]);
+  const postgresCpuBefore = database.cpuMilliseconds();
+  const latenciesMs: number[] = [];
+  const statusCounts = new Map<number, number>();
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: settings.url,
+        connections: settings.connections,
+        pipelining: 1,
+        duration: settings.durationSeconds,
+        timeout: 10,
+        requests: [scenario.request(run)],
+      },
+      (error, done) => (error ? reject(error) : resolve(done)),
+    );
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      latenciesMs.push(responseTime);
+      statusCounts.set(statusCode, (statusCounts.get(statusCode) ?? 0) + 1);
+    });
+  });
+  const after = await demo.settledStats(TENANT_KEYS[0]);
+  const postgresCpuAfter = database.cpuMilliseconds();
+  const measured = postgresCpuBefore !== undefined && postgresCpuAfter !== undefined;
+  return {
+    seconds: result.duration,
+    latenciesMs,
+    statusCounts,
+    errors: result.errors,
+    statements: after.statements - before.statements,
+    serverRequests: after.requests - before.requests,
+    appCpuMs: (after.cpuMicroseconds - before.cpuMicroseconds) / 1000,
+    postgresCpuMs: measured ? postgresCpuAfter - postgresCpuBefore : undefined,
+  };
+}

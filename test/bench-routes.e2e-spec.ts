@@ -1,0 +1,129 @@
+import type { INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import type { BenchStats } from '../apps/payments-api/src/bench/bench-stats.service';
+import { TestDatabase } from './support/database';
+import { ACME, GLOBEX, uniqueCustomer, uniqueKey } from './support/http';
+import { createTestApp } from './support/test-app';
+
+/**
+ * The routes `npm run bench` measures against: the baseline twin of POST /v1/orders and the
+ * statement counter. The benchmark's figures mean something only if these behave as stated.
+ */
+describe('benchmark routes (BENCH_ROUTES=1)', () => {
+  let db: TestDatabase;
+
+  beforeAll(() => {
+    db = new TestDatabase();
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  describe('without benchRoutes', () => {
+    let app: INestApplication;
+    beforeAll(async () => {
+      app = await createTestApp();
+    });
+    afterAll(async () => {
+      await app.close();
+    });
+
+    it('serves neither POST /bench/orders nor GET /bench/stats', async () => {
+      const body = { customerId: uniqueCustomer(), amountCents: 100 };
+      const server = app.getHttpServer();
+      await request(server).post('/bench/orders').set('authorization', ACME.authorization).send(body).expect(404);
+      await request(server).get('/bench/stats').set('authorization', ACME.authorization).expect(404);
+    });
+  });
+
+  describe('with benchRoutes', () => {
+    let app: INestApplication;
+    beforeAll(async () => {
+      app = await createTestApp({ benchRoutes: true });
+      // Warm the pool so connection set-up is not counted.
+      await request(app.getHttpServer()).get('/health').expect(200);
+    });
+    afterAll(async () => {
+      await app.close();
+    });
+
+    const stats = async (): Promise<BenchStats> => {
+      const res = await request(app.getHttpServer()).get('/bench/stats').set('authorization', ACME.authorization);
+      expect(res.status).toBe(200);
+      return res.body;
+    };
+
+    it('POST /bench/orders runs the orders handler without idempotency: 201, Location, the tenant\'s row', async () => {
+      const customerId = uniqueCustomer();
+      const res = await request(app.getHttpServer())
+        .post('/bench/orders')
+        .set('authorization', GLOBEX.authorization)
+        .send({ customerId, amountCents: 1250 });
+
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ customerId, amountCents: 1250, currency: 'usd', status: 'pending' });
+      expect(res.headers.location).toBe(`/v1/orders/${res.body.id}`);
+      const orders = await db.orders('globex', customerId);
+      expect(orders.map((order) => order.id)).toEqual([res.body.id]);
+      expect(await db.orders('acme', customerId)).toHaveLength(0);
+    });
+
+    it('POST /bench/orders needs no key, and the same request twice creates two orders', async () => {
+      const customerId = uniqueCustomer();
+      const send = () =>
+        request(app.getHttpServer())
+          .post('/bench/orders')
+          .set({ authorization: ACME.authorization, 'idempotency-key': uniqueKey() })
+          .send({ customerId, amountCents: 300 })
+          .expect(201);
+      await send();
+      await send();
+      expect(await db.orders('acme', customerId)).toHaveLength(2);
+    });
+
+    it('POST /bench/orders validates and authenticates like POST /v1/orders', async () => {
+      await request(app.getHttpServer())
+        .post('/bench/orders')
+        .set('authorization', ACME.authorization)
+        .send({ customerId: uniqueCustomer(), amountCents: 0 })
+        .expect(400)
+        .expect('content-type', /application\/problem\+json/);
+      await request(app.getHttpServer())
+        .post('/bench/orders')
+        .send({ customerId: uniqueCustomer(), amountCents: 100 })
+        .expect(401);
+    });
+
+    it('GET /bench/stats counts the statements and requests of each route', async () => {
+      const body = { customerId: uniqueCustomer(), amountCents: 100 };
+      const measure = async (send: () => Promise<unknown>) => {
+        const before = await stats();
+        await send();
+        const after = await stats();
+        return { statements: after.statements - before.statements, requests: after.requests - before.requests, after };
+      };
+
+      const create = await measure(() =>
+        request(app.getHttpServer())
+          .post('/v1/orders')
+          .set({ authorization: ACME.authorization, 'idempotency-key': uniqueKey() })
+          .send(body)
+          .expect(201),
+      );
+      const baseline = await measure(() =>
+        request(app.getHttpServer())
+          .post('/bench/orders')
+          .set('authorization', ACME.authorization)
+          .send(body)
+          .expect(201),
+      );
+
+      // The figures of the README: 6 for an idempotent create; the baseline's save() opens its
+      // own transaction, so START, INSERT, COMMIT.
+      expect(create).toMatchObject({ statements: 6, requests: 1 });
+      expect(baseline).toMatchObject({ statements: 3, requests: 1 });
+      expect(baseline.after.inFlight).toBe(0);
+      expect(baseline.after.cpuMicroseconds).toBeGreaterThan(0);
+    });
+  });
+});
