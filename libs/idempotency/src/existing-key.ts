@@ -2,6 +2,12 @@ import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
 import type { ExistingKey } from './idempotency-key.store';
 
+/** A completed outcome to replay, and how long its row has left to live. */
+export interface StoredReplay {
+  response: StoredResponse;
+  expiresInMs: number;
+}
+
 /**
  * What a request meets when its key is already taken, the same in every mode:
  * - `'expired'`: the completed row outlived its time to live; the key is to be claimed as new;
@@ -12,11 +18,13 @@ export function resolveExistingKey(
   existing: ExistingKey,
   requestHash: string,
   retryAfterSeconds: number,
-): 'expired' | StoredResponse {
+): 'expired' | StoredReplay {
   // Only a completed key expires; one in progress keeps its recovery points for its retries.
   if (existing.expired && existing.status === 'completed') return 'expired';
   if (existing.requestHash !== requestHash) throw IdempotencyRejection.keyReused();
-  if (existing.status === 'completed' && existing.response) return existing.response;
+  if (existing.status === 'completed' && existing.response) {
+    return { response: existing.response, expiresInMs: existing.expiresInMs };
+  }
   const wait = Math.max(1, existing.leaseSecondsLeft ?? retryAfterSeconds);
   throw IdempotencyRejection.keyInUse(wait);
 }

@@ -15,6 +15,8 @@ export interface ExistingKey {
   status: 'in_progress' | 'completed';
   requestHash: string;
   expired: boolean;
+  /** Milliseconds the row has left to live, by the database's clock. */
+  expiresInMs: number;
   /** Phased mode: whole seconds left on a live lease (undefined when there is none). */
   leaseSecondsLeft?: number;
   response?: StoredResponse;
@@ -41,11 +43,13 @@ interface KeyRow {
   response_headers: Record<string, string> | null;
   response_body: Buffer | null;
   expired: boolean;
+  expires_in_ms: string | null;
   lease_seconds_left: number | null;
 }
 
 const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, response_body,
   expires_at <= now() AS expired,
+  floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_in_ms,
   CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
     AS lease_seconds_left`;
 
@@ -87,7 +91,7 @@ export class IdempotencyKeyStore {
        )
        SELECT claimed, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
               NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired,
-              NULL::integer AS lease_seconds_left
+              NULL::bigint AS expires_in_ms, NULL::integer AS lease_seconds_left
          FROM claim
        UNION ALL
        SELECT false, ${SELECT_COLUMNS}
@@ -280,6 +284,7 @@ function toExistingKey(row: KeyRow): ExistingKey {
     status: row.status ?? 'in_progress',
     requestHash: row.request_hash ?? '',
     expired: row.expired,
+    expiresInMs: Number(row.expires_in_ms ?? 0),
     leaseSecondsLeft: row.lease_seconds_left ?? undefined,
     response:
       row.status === 'completed' && row.response_code !== null

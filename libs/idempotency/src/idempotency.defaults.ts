@@ -40,11 +40,19 @@ export interface ResolvedCleanupOptions {
   batchSize: number;
 }
 
+export interface ResolvedReplayCacheOptions {
+  enabled: boolean;
+  maxEntries: number;
+  maxAgeSeconds: number;
+  maxBodyBytes: number;
+}
+
 export type ResolvedIdempotencyOptions = Required<
-  Omit<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup'>
+  Omit<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup' | 'replayCache'>
 > &
   Pick<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName'> & {
     cleanup: ResolvedCleanupOptions;
+    replayCache: ResolvedReplayCacheOptions;
   };
 
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
@@ -66,6 +74,12 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     onEvent: options.onEvent,
     transactionConnectionName: options.transactionConnectionName,
     renderException: options.renderException ?? renderProblem,
+    replayCache: {
+      enabled: options.replayCache !== false,
+      maxEntries: (options.replayCache || undefined)?.maxEntries ?? 1000,
+      maxAgeSeconds: (options.replayCache || undefined)?.maxAgeSeconds ?? 60,
+      maxBodyBytes: (options.replayCache || undefined)?.maxBodyBytes ?? 65_536,
+    },
     cleanup: {
       enabled: options.cleanup !== false && (options.cleanup?.enabled ?? true),
       intervalSeconds: (options.cleanup || undefined)?.intervalSeconds ?? 300,
@@ -79,6 +93,9 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);
   assertPositiveInteger('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds);
   assertPositiveInteger('cleanup.batchSize', resolved.cleanup.batchSize);
+  assertPositiveInteger('replayCache.maxEntries', resolved.replayCache.maxEntries);
+  assertPositiveInteger('replayCache.maxAgeSeconds', resolved.replayCache.maxAgeSeconds);
+  assertPositiveInteger('replayCache.maxBodyBytes', resolved.replayCache.maxBodyBytes);
   return resolved;
 }
 

@@ -22,6 +22,7 @@ import type { IdempotentOptions, StoredResponse } from './idempotency.options';
 import { parseIdempotencyKey } from './idempotency-key.parser';
 import type { IdempotentRequest } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
+import { CompletedResponseCache } from './replay/completed-response.cache';
 import { wireBody } from './stored-response';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -44,6 +45,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly reflector: Reflector,
     private readonly adapterHost: HttpAdapterHost,
     private readonly events: IdempotencyEvents,
+    private readonly cache: CompletedResponseCache,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -66,12 +68,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       request = await this.describe(context, next, route);
       if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });
+      const cached = this.cache.get(request.id);
+      if (cached) {
+        if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+        report('replayed', cached.response.statusCode);
+        return await this.replay(context, request, cached.response);
+      }
       const outcome = await (route.phased ? this.phased : this.atomic).run(request);
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        this.cache.set(request.id, request.requestHash, outcome.response, outcome.expiresInMs);
         report('replayed', outcome.response.statusCode);
         return await this.replay(context, request, outcome.response);
       }
+      const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
+      this.cache.set(request.id, request.requestHash, outcome.response, ttlSeconds * 1000);
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
     } catch (error) {

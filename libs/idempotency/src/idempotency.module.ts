@@ -10,6 +10,7 @@ import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
 import { OpenApiDocumenter } from './openapi/openapi-documenter';
 import { PhasedRunner } from './phased/phased.runner';
+import { CompletedResponseCache } from './replay/completed-response.cache';
 import { TransactionHostRef } from './transaction-host.ref';
 import {
   ConfigurableIdempotencyModule,
@@ -29,6 +30,7 @@ import {
     { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
     TransactionHostRef,
     IdempotencyEvents,
+    CompletedResponseCache,
     IdempotencyCleanup,
     CleanupScheduler,
     OpenApiDocumenter,
@@ -39,7 +41,7 @@ import {
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule {
   // The builder makes the options providers; this class only takes them over. Composed rather

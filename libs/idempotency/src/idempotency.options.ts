@@ -75,6 +75,13 @@ export interface IdempotencyModuleOptions {
    */
   transactionConnectionName?: string;
   /**
+   * Replays of completed keys from process memory, without a database round trip (a completed
+   * row never changes before it expires). Default `{ maxEntries: 1000, maxAgeSeconds: 60,
+   * maxBodyBytes: 65536 }`; `false` turns it off. An entry never outlives its row's expiry; a row
+   * deleted by hand is still replayed from memory for up to `maxAgeSeconds`.
+   */
+  replayCache?: false | { maxEntries?: number; maxAgeSeconds?: number; maxBodyBytes?: number };
+  /**
    * Deletes keys past their time to live on a timer inside the app, in batches.
    * Default `{ enabled: true, intervalSeconds: 300, batchSize: 1000 }`; `false` turns it off
    * (run `IdempotencyCleanup.purgeExpired()` from a job of your own then).

@@ -19,7 +19,7 @@ export interface IdempotentRequest {
 /** How a request on a claimed or taken key ended. */
 export type Outcome =
   | { kind: 'executed'; response: StoredResponse; failed: boolean }
-  | { kind: 'replayed'; response: StoredResponse };
+  | { kind: 'replayed'; response: StoredResponse; expiresInMs: number };
 
 /** Runs a request under one execution mode (atomic or phased). */
 export interface IdempotentRunner {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { bindCurrentOperation } from '../current-operation';
 import { IdempotencyEvents } from '../events/idempotency-events';
-import { resolveExistingKey } from '../existing-key';
+import { resolveExistingKey, type StoredReplay } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
@@ -35,7 +35,7 @@ export class AtomicRunner implements IdempotentRunner {
         bindCurrentOperation({ kind: 'request', ...id });
         const claimStarted = performance.now();
         const replay = await this.claim(request);
-        if (replay) return { kind: 'replayed', response: replay };
+        if (replay) return { kind: 'replayed', ...replay };
         this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
         await this.store.savepoint();
         const { response, failed } = await settleHandler(request, this.options, () =>
@@ -58,7 +58,7 @@ export class AtomicRunner implements IdempotentRunner {
   }
 
   /** Claims the key (undefined) or returns the response to replay; throws rejections. */
-  private async claim(request: IdempotentRequest): Promise<StoredResponse | undefined> {
+  private async claim(request: IdempotentRequest): Promise<StoredReplay | undefined> {
     const { id, requestHash, route } = request;
     const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
     for (let attempt = 0; attempt < 2; attempt++) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyEvents } from '../events/idempotency-events';
-import { resolveExistingKey } from '../existing-key';
+import { resolveExistingKey, type StoredReplay } from '../existing-key';
 import { settleHandler } from '../handler-outcome';
 import { httpRequest } from '../http-exchange';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -18,7 +18,7 @@ import { PHASES } from './phases.decorator';
 
 type LeaseOrReplay =
   | { claimed: true; lease: Extract<LeaseClaim, { claimed: true }> }
-  | { claimed: false; replay: StoredResponse };
+  | { claimed: false; replay: StoredReplay };
 
 /**
  * The phased mode, for handlers that call other systems: the claim commits first, with a
@@ -43,7 +43,7 @@ export class PhasedRunner implements IdempotentRunner {
     const leaseSeconds = route.leaseSeconds ?? this.options.leaseSeconds;
     const claimStarted = performance.now();
     const claim = await this.claim(request, owner, leaseSeconds);
-    if (!claim.claimed) return { kind: 'replayed', response: claim.replay };
+    if (!claim.claimed) return { kind: 'replayed', ...claim.replay };
     this.events.emit({ type: 'claimed', scope: id.scope, mode: 'phased', claimMs: performance.now() - claimStarted });
     if (claim.lease.recoveryPoint) {
       this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
