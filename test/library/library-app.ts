@@ -1,30 +1,13 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Header,
-  HttpCode,
-  type INestApplication,
-  Injectable,
-  type ModuleMetadata,
-  Param,
-  Post,
-  Query,
-  Res,
-  ValidationPipe,
-} from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, type INestApplication, Injectable, type ModuleMetadata, Param, Post, Query, Res, ValidationPipe } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Exclude } from 'class-transformer';
 import { IsInt, IsOptional, IsString } from 'class-validator';
-import { ClsModule } from 'nestjs-cls';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { paymentsApiMigrations } from '../../migrations';
-import { databaseUrl } from '../support/test-app';
+import { libraryInfrastructure } from '../support/library-infrastructure';
 
 /** Every handler records its side effect here, through the transaction. */
 @Injectable()
@@ -206,16 +189,7 @@ export async function createLibraryApp(
 }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
-      ClsModule.forRoot({
-        global: true,
-        plugins: [
-          new ClsPluginTransactional({
-            imports: [TypeOrmModule],
-            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
-          }),
-        ],
-      }),
+      ...libraryInfrastructure(),
       idempotencyModule,
     ],
     controllers: [LibraryTestController, ClassLevelController],

@@ -1,28 +1,17 @@
-import {
-  Body,
-  Controller,
-  Headers,
-  type INestApplication,
-  Injectable,
-  Post,
-  ServiceUnavailableException,
-  ValidationPipe,
-} from '@nestjs/common';
+import { Body, Controller, Headers, type INestApplication, Injectable, Post, ServiceUnavailableException, ValidationPipe } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { IsString } from 'class-validator';
 import { randomUUID } from 'node:crypto';
-import { ClsModule } from 'nestjs-cls';
 import { Idempotent, IdempotencyModule, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createProviderStub } from '../../apps/provider-stub/src/provider-stub.app';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { paymentsApiMigrations } from '../../migrations';
 import { providerCharges } from '../support/provider';
 import { databaseUrl } from '../support/test-app';
+import { libraryInfrastructure } from '../support/library-infrastructure';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let providerUrl = '';
@@ -90,16 +79,7 @@ describe('phased mode in a bare app', () => {
 
     const moduleRef = await Test.createTestingModule({
       imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
-        ClsModule.forRoot({
-          global: true,
-          plugins: [
-            new ClsPluginTransactional({
-              imports: [TypeOrmModule],
-              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
-            }),
-          ],
-        }),
+        ...libraryInfrastructure(),
         // No replay cache: a test moves a row's expiry by SQL, which a cache would not see.
         IdempotencyModule.forRoot({ replayCache: false }),
       ],

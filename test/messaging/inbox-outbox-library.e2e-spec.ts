@@ -1,26 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, type INestApplication, Injectable, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { ClsModule } from 'nestjs-cls';
-import {
-  derivedMessageId,
-  IdempotencyMessagingModule,
-  IdempotencyModule,
-  Idempotent,
-  Inbox,
-  MessagingCleanup,
-  MissingMessageIdError,
-  Outbox,
-} from 'nestjs-pg-idempotency';
+import { derivedMessageId, IdempotencyMessagingModule, IdempotencyModule, Idempotent, Inbox, MessagingCleanup, MissingMessageIdError, Outbox } from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { paymentsApiMigrations } from '../../migrations';
 import { TestDatabase } from '../support/database';
-import { databaseUrl } from '../support/test-app';
+import { libraryInfrastructure } from '../support/library-infrastructure';
 
 /** A side effect in the same database: one row per application. */
 @Injectable()
@@ -61,16 +49,7 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
-        ClsModule.forRoot({
-          global: true,
-          plugins: [
-            new ClsPluginTransactional({
-              imports: [TypeOrmModule],
-              adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
-            }),
-          ],
-        }),
+        ...libraryInfrastructure(),
         IdempotencyModule.forRoot({}),
         IdempotencyMessagingModule.forRoot({ cleanup: { intervalSeconds: 0, batchSize: 10 } }),
       ],

@@ -1,22 +1,13 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Ctx, EventPattern, Payload, type RmqContext, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { ClsModule } from 'nestjs-cls';
-import {
-  FixedPatternDeserializer,
-  IdempotencyMessagingModule,
-  InboxHandler,
-  type InboxSettlement,
-  RabbitMqTransport,
-} from 'nestjs-pg-idempotency';
+import { FixedPatternDeserializer, IdempotencyMessagingModule, InboxHandler, type InboxSettlement, RabbitMqTransport } from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
-import { paymentsApiMigrations } from '../../../migrations';
-import { databaseUrl } from '../../support/test-app';
 import { brokerUrl } from './broker';
+import { libraryInfrastructure } from '../../support/library-infrastructure';
 
 export const LEDGER_CONSUMER = 'order-created-ledger';
 const LEDGER_PATTERN = 'ledger';
@@ -49,16 +40,7 @@ export async function startLedgerApp(queue: string): Promise<{
   const settlements: InboxSettlement[] = [];
   const moduleRef = await Test.createTestingModule({
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
-      ClsModule.forRoot({
-        global: true,
-        plugins: [
-          new ClsPluginTransactional({
-            imports: [TypeOrmModule],
-            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
-          }),
-        ],
-      }),
+      ...libraryInfrastructure(),
       IdempotencyMessagingModule.forRoot({
         transport: new RabbitMqTransport({ url: brokerUrl(), deadLetterQueues: { [LEDGER_CONSUMER]: `${queue}.dead` } }),
         inbox: { onSettle: (settlement) => void settlements.push(settlement) },
