@@ -50,7 +50,7 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         ...libraryInfrastructure(),
-        IdempotencyModule.forRoot({}),
+        IdempotencyModule.forRoot({ replayCache: false }), // a test moves expiry by SQL
         IdempotencyMessagingModule.forRoot({ cleanup: { intervalSeconds: 0, batchSize: 10 } }),
       ],
       controllers: [EventsController],
@@ -177,7 +177,11 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       const first = await send();
       const replay = await send();
 
-      const operation = { kind: 'request' as const, tenantId: '', scope: 'POST /events', key };
+      const [{ generation }] = await app.get(DataSource).query(
+        `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation FROM idempotency_keys WHERE idem_key = $1`,
+        [key],
+      );
+      const operation = { kind: 'request' as const, tenantId: '', scope: 'POST /events', key, generation };
       expect(first.status).toBe(201);
       expect(first.body).toEqual({
         reserved: derivedMessageId(operation, 'reserve'),
@@ -189,6 +193,20 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
         { message_id: first.body.reserved, routing_key: 'reserved', status: 'pending', payload: { tag: key } },
         { message_id: first.body.charged, routing_key: 'charged', status: 'pending', payload: { tag: key } },
       ]);
+    });
+
+    it('gives a key claimed anew after it expired new event ids: consumers must not skip its events', async () => {
+      const key = `key-${randomUUID()}`;
+      const send = () => request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
+      const first = await send();
+      await app.get(DataSource).query(
+        `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`,
+        [key],
+      );
+      const again = await send();
+      expect([first.status, again.status]).toEqual([201, 201]);
+      expect(again.body.reserved).not.toBe(first.body.reserved);
+      expect(await rowsOf([first.body.reserved, again.body.reserved])).toHaveLength(2);
     });
 
     it('derives ids inside an inbox handler from the message; a step written again is one row', async () => {

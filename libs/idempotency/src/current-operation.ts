@@ -6,7 +6,17 @@ import { ClsServiceManager } from 'nestjs-cls';
  * runs again for the same operation publishes under the same id.
  */
 export type CurrentOperation =
-  | { kind: 'request'; tenantId: string; scope: string; key: string }
+  | {
+      kind: 'request';
+      tenantId: string;
+      scope: string;
+      key: string;
+      /**
+       * This claim of the key (its row's creation): a key claimed anew after it expired is a new
+       * operation, whose events must not share ids with the old one's in consumers' inboxes.
+       */
+      generation?: string;
+    }
   | { kind: 'message'; consumer: string; messageId: string };
 
 const CURRENT_OPERATION = Symbol('idempotency:current-operation');

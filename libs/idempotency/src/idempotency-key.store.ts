@@ -22,7 +22,9 @@ export interface ExistingKey {
   response?: StoredResponse;
 }
 
-export type ClaimResult = { claimed: true } | { claimed: false; existing?: ExistingKey };
+export type ClaimResult =
+  | { claimed: true; /** This claim of the key, see `LeaseClaim.generation`. */ generation: string }
+  | { claimed: false; existing?: ExistingKey };
 
 /** Phased mode: a claimed lease and what the earlier attempts committed. */
 export type LeaseClaim =
@@ -37,6 +39,7 @@ export type LeaseClaim =
 
 interface KeyRow {
   claimed: boolean;
+  generation?: string | null;
   status: 'in_progress' | 'completed' | null;
   request_hash: string | null;
   response_code: number | null;
@@ -87,21 +90,21 @@ export class IdempotencyKeyStore {
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
            FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
          ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING
-         RETURNING true AS claimed
+         RETURNING true AS claimed, (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
        )
-       SELECT claimed, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
+       SELECT claimed, generation, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
               NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired,
               NULL::bigint AS expires_in_ms, NULL::integer AS lease_seconds_left
          FROM claim
        UNION ALL
-       SELECT false, ${SELECT_COLUMNS}
+       SELECT false, NULL, ${SELECT_COLUMNS}
          FROM idempotency_keys
         WHERE ${KEY_MATCHES}`,
       [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
     );
     const row = rows[0];
     if (!row) return { claimed: false };
-    if (row.claimed) return { claimed: true };
+    if (row.claimed) return { claimed: true, generation: row.generation ?? '' };
     return { claimed: false, existing: toExistingKey(row) };
   }
 

@@ -31,11 +31,11 @@ export class AtomicRunner implements IdempotentRunner {
     const { id, label } = request;
     try {
       return await this.transactions.host.withTransaction(async () => {
-        // Lets the outbox derive stable message ids from this key (see Outbox.publish).
-        bindCurrentOperation({ kind: 'request', ...id });
         const claimStarted = performance.now();
-        const replay = await this.claim(request);
-        if (replay) return { kind: 'replayed', ...replay };
+        const claim = await this.claim(request);
+        if ('response' in claim) return { kind: 'replayed', ...claim };
+        // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
+        bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
         this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
         await this.store.savepoint();
         const { response, failed } = await settleHandler(request, this.options, () =>
@@ -57,13 +57,13 @@ export class AtomicRunner implements IdempotentRunner {
     }
   }
 
-  /** Claims the key (undefined) or returns the response to replay; throws rejections. */
-  private async claim(request: IdempotentRequest): Promise<StoredReplay | undefined> {
+  /** Claims the key (its generation) or returns the response to replay; throws rejections. */
+  private async claim(request: IdempotentRequest): Promise<StoredReplay | { generation: string }> {
     const { id, requestHash, route } = request;
     const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
     for (let attempt = 0; attempt < 2; attempt++) {
       const result = await this.store.claim(id, requestHash, ttlSeconds, this.options.lockTimeoutMs);
-      if (result.claimed) return undefined;
+      if (result.claimed) return { generation: result.generation };
       // The twin committed while this claim waited on it: read it with a fresh snapshot.
       const existing = result.existing ?? (await this.store.read(id));
       if (!existing) continue; // deleted in between (expiry cleanup): claim again

@@ -59,7 +59,7 @@ export class IdempotentPhases {
     if (name in this.committed) return this.committed[name] as T;
     const recorded = await this.context.txHost.withTransaction(async () => {
       // Lets the outbox derive stable message ids from this key (see Outbox.publish).
-      bindCurrentOperation({ kind: 'request', ...this.context.id });
+      bindCurrentOperation({ kind: 'request', ...this.context.id, generation: this.context.generation });
       const value = toJson(await work());
       await this.record(name, value);
       return value;
