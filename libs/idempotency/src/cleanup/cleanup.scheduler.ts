@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { PeriodicTask } from '../periodic-task';
 import { IdempotencyCleanup } from './idempotency-cleanup';
 
 /**
@@ -11,31 +12,24 @@ import { IdempotencyCleanup } from './idempotency-cleanup';
 @Injectable()
 export class CleanupScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task: PeriodicTask;
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly cleanup: IdempotencyCleanup,
-  ) {}
+    cleanup: IdempotencyCleanup,
+  ) {
+    this.task = new PeriodicTask(
+      () => cleanup.purgeExpired(),
+      (error) => this.logger.warn(`scheduled cleanup failed: ${String(error)}`),
+    );
+  }
 
   onApplicationBootstrap(): void {
     const { enabled, intervalSeconds } = this.options.cleanup;
-    if (!enabled) return;
-    this.timer = setInterval(() => this.tick(), intervalSeconds * 1000);
-    this.timer.unref(); // never keeps a process alive on its own
+    if (enabled) this.task.start(intervalSeconds * 1000);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick(): void {
-    if (this.running) return; // the previous run is still going: skip, do not pile up
-    this.running = this.cleanup
-      .purgeExpired()
-      .catch((error: unknown) => this.logger.warn(`scheduled cleanup failed: ${String(error)}`))
-      .finally(() => (this.running = undefined));
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 }

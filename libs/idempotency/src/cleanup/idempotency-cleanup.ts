@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { drainInBatches } from '../periodic-task';
 import { TransactionHostRef } from '../transaction-host.ref';
 
 /** What one cleanup run removed. */
@@ -31,15 +32,15 @@ export class IdempotencyCleanup {
     const batchSize = limits.batchSize ?? this.options.cleanup.batchSize;
     const maxBatches = limits.maxBatches ?? Number.POSITIVE_INFINITY;
     const started = performance.now();
-    let removed = 0;
-    let batches = 0;
-    while (batches < maxBatches) {
-      const count = await this.deleteBatch(batchSize);
-      batches++;
-      removed += count;
-      if (count > 0) this.events.emit({ type: 'expired_removed', count });
-      if (count < batchSize) break;
-    }
+    const { removed, batches } = await drainInBatches(
+      async () => {
+        const count = await this.deleteBatch(batchSize);
+        if (count > 0) this.events.emit({ type: 'expired_removed', count });
+        return count;
+      },
+      batchSize,
+      maxBatches,
+    );
     const report = { removed, batches, durationMs: Math.round(performance.now() - started) };
     if (removed > 0) this.logger.log(`cleanup removed ${removed} expired keys in ${batches} batches`);
     return report;

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { InboxStore } from '../inbox/inbox.store';
 import { OutboxStore } from '../outbox/outbox.store';
+import { drainInBatches, PeriodicTask } from '../periodic-task';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import type { ResolvedMessagingOptions } from './messaging.defaults';
 
@@ -26,8 +27,10 @@ export interface CleanupResult {
 @Injectable()
 export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('MessagingCleanup');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task = new PeriodicTask(
+    () => this.purge(),
+    (error) => this.logger.error(`cleanup failed: ${String(error)}`),
+  );
 
   constructor(
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
@@ -37,18 +40,11 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
 
   onApplicationBootstrap(): void {
     const seconds = this.options.cleanup.intervalSeconds;
-    if (seconds === 0) return;
-    this.timer = setInterval(() => {
-      this.running ??= this.purge()
-        .catch((error: unknown) => this.logger.error(`cleanup failed: ${String(error)}`))
-        .finally(() => (this.running = undefined));
-    }, seconds * 1000);
-    this.timer.unref();
+    if (seconds > 0) this.task.start(seconds * 1000);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One bounded cleanup run: at most `cleanup.maxBatches` statements per table. */
@@ -56,14 +52,9 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
     const { inbox, outbox, cleanup } = this.options;
     const result: CleanupResult = { processedMessages: 0, inboxFailures: 0, outboxMessages: 0, batches: 0 };
     const drain = async (batch: () => Promise<number>): Promise<number> => {
-      let total = 0;
-      for (let i = 0; i < cleanup.maxBatches; i++) {
-        const deleted = await batch();
-        result.batches++;
-        total += deleted;
-        if (deleted < cleanup.batchSize) break;
-      }
-      return total;
+      const { removed, batches } = await drainInBatches(batch, cleanup.batchSize, cleanup.maxBatches);
+      result.batches += batches;
+      return removed;
     };
     result.processedMessages = await drain(() => this.inboxStore.purgeProcessed(inbox.retentionSeconds, cleanup.batchSize));
     result.inboxFailures = await drain(() => this.inboxStore.purgeFailures(inbox.retentionSeconds, cleanup.batchSize));
