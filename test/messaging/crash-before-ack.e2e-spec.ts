@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AppProcess } from '../support/app-process';
-import { TestDatabase } from '../support/database';
-import { describeWithBroker, eventually, TestBroker, uniqueQueue } from './support/broker';
-import { createOrder, getOrder, startMessagingApp } from './support/messaging-app';
+import type { TestDatabase } from '../support/database';
+import { describeWithBroker, eventually, TestBroker } from './support/broker';
+import { createOrder, getOrder } from './support/messaging-app';
+import { orderPaymentsSuite } from './support/order-payments-suite';
 
 describeWithBroker('crash after the commit, before the ack (a real process, killed by the fault)', () => {
   let broker: TestBroker;
@@ -10,18 +11,8 @@ describeWithBroker('crash after the commit, before the ack (a real process, kill
   let db: TestDatabase;
   let queue: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    queue = await broker.queue(uniqueQueue('order-payments'));
-    await broker.queue(`${queue}.dead`);
-    db = new TestDatabase();
-    app = await startMessagingApp({ queue });
-  });
-  afterAll(async () => {
-    await app?.stop();
-    await broker?.close();
-    await db?.close();
-  });
+  const suite = orderPaymentsSuite();
+  beforeAll(() => ({ broker, app, db, queue } = suite));
 
   it('gets the message again from the broker after the restart and applies it once', async () => {
     const orderId = await createOrder(app.url);
@@ -30,8 +21,7 @@ describeWithBroker('crash after the commit, before the ack (a real process, kill
 
     expect(await app.waitForExit()).toBeNull(); // SIGKILL: no exit code
     // The side effect and the claim committed before the crash...
-    const paid = await db.query<{ paid_cents: string }>(`SELECT paid_cents FROM orders WHERE id = $1`, [orderId]);
-    expect(Number(paid[0].paid_cents)).toBe(2500);
+    expect(await db.paidCents(orderId)).toBe(2500);
     const claim = `SELECT 1 FROM processed_messages WHERE consumer = 'order-payments' AND message_id = $1`;
     expect(await db.query(claim, [messageId])).toHaveLength(1);
     // ...but the ack never left: the broker took the message back when the connection died.

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AppProcess } from '../support/app-process';
-import { TestDatabase } from '../support/database';
-import { describeWithBroker, TestBroker, uniqueQueue } from './support/broker';
+import type { TestDatabase } from '../support/database';
+import { describeWithBroker, TestBroker } from './support/broker';
 import { createOrder, startMessagingApp } from './support/messaging-app';
+import { orderPaymentsSuite } from './support/order-payments-suite';
 
 describeWithBroker('order-payments dead letters: rejected and poison messages are parked, not applied', () => {
   let broker: TestBroker;
@@ -11,21 +12,10 @@ describeWithBroker('order-payments dead letters: rejected and poison messages ar
   let queue: string;
   let deadLetters: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    queue = await broker.queue(uniqueQueue('order-payments'));
-    deadLetters = await broker.queue(`${queue}.dead`);
-    db = new TestDatabase();
-    app = await startMessagingApp({ queue, maxAttempts: 3 });
-  });
-  afterAll(async () => {
-    await app?.stop();
-    await broker?.close();
-    await db?.close();
-  });
+  const suite = orderPaymentsSuite({ maxAttempts: 3 });
+  beforeAll(() => ({ broker, app, db, queue, deadLetters } = suite));
 
-  const paidCents = async (orderId: string) =>
-    Number((await db.query<{ paid_cents: string }>(`SELECT paid_cents FROM orders WHERE id = $1`, [orderId]))[0].paid_cents);
+  const paidCents = (orderId: string) => db.paidCents(orderId);
   const processedRows = async (messageId: string) =>
     (await db.query(`SELECT 1 FROM processed_messages WHERE message_id = $1`, [messageId])).length;
   const forOrder = (orderId: string) => (message: { body: unknown }) =>

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AppProcess } from '../support/app-process';
-import { TestDatabase } from '../support/database';
-import { describeWithBroker, eventually, TestBroker, uniqueQueue } from './support/broker';
-import { createOrder, getOrder, startMessagingApp } from './support/messaging-app';
+import type { TestDatabase } from '../support/database';
+import { describeWithBroker, eventually, TestBroker } from './support/broker';
+import { createOrder, getOrder } from './support/messaging-app';
+import { orderPaymentsSuite } from './support/order-payments-suite';
 
 describeWithBroker('order-payments inbox: one message id, applied once', () => {
   let broker: TestBroker;
@@ -10,21 +11,10 @@ describeWithBroker('order-payments inbox: one message id, applied once', () => {
   let db: TestDatabase;
   let queue: string;
 
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    queue = await broker.queue(uniqueQueue('order-payments'));
-    await broker.queue(`${queue}.dead`);
-    db = new TestDatabase();
-    app = await startMessagingApp({ queue });
-  });
-  afterAll(async () => {
-    await app?.stop();
-    await broker?.close();
-    await db?.close();
-  });
+  const suite = orderPaymentsSuite();
+  beforeAll(() => ({ broker, app, db, queue } = suite));
 
-  const paidCents = async (orderId: string) =>
-    Number((await db.query<{ paid_cents: string }>(`SELECT paid_cents FROM orders WHERE id = $1`, [orderId]))[0].paid_cents);
+  const paidCents = (orderId: string) => db.paidCents(orderId);
   const processedRows = async (messageId: string) =>
     (await db.query(`SELECT 1 FROM processed_messages WHERE consumer = 'order-payments' AND message_id = $1`, [messageId])).length;
   const skipped = (messageId: string) => app.logs.join('').split(`${messageId} already processed`).length - 1;

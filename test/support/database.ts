@@ -34,6 +34,12 @@ export class TestDatabase {
     );
   }
 
+  /** The order's `paid_cents`, which the order-payments consumer adds to. */
+  async paidCents(orderId: string): Promise<number> {
+    const [row] = await this.query<{ paid_cents: string }>('SELECT paid_cents FROM orders WHERE id = $1', [orderId]);
+    return Number(row.paid_cents);
+  }
+
   close(): Promise<void> {
     return this.pool.end();
   }
