@@ -12,7 +12,7 @@ describe('benchmark figures', () => {
       latenciesMs: [1, 2, 3, 4, 100],
       statusCounts: new Map([[201, 5]]),
       errors: 0,
-      statements: 30,
+      roundTrips: 30,
       serverRequests: 5,
       appCpuMs: 5,
       postgresCpuMs: 2,
@@ -24,10 +24,10 @@ describe('benchmark figures', () => {
     return new Map(all.map((scenario) => [scenario.id, [run(overrides[scenario.id])]]));
   }
 
-  it('aggregates req/s, percentiles over every latency, statements and ratios', () => {
+  it('aggregates req/s, percentiles over every latency, round trips and ratios', () => {
     const figures = benchFigures(all, runs({ b: { latenciesMs: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1] } }));
     const a = figures.scenarios.find((scenario) => scenario.id === 'a');
-    expect(a).toMatchObject({ requestsPerSecond: 2.5, p50Ms: 3, p99Ms: 100, statementsPerRequest: 6 });
+    expect(a).toMatchObject({ requestsPerSecond: 2.5, p50Ms: 3, p99Ms: 100, roundTripsPerRequest: 6 });
     expect(figures.createRatio).toBeCloseTo(0.5);
     expect(figures.replayRatio).toBeCloseTo(0.5);
     expect(invalidities(figures)).toEqual([]);
@@ -46,7 +46,7 @@ describe('benchmark figures', () => {
         runs({
           a: { statusCounts: new Map([[201, 4], [500, 1]]) },
           b: { errors: 2 },
-          c: { latenciesMs: [], serverRequests: 0, statements: 0 },
+          c: { latenciesMs: [], serverRequests: 0, roundTrips: 0 },
         }),
       ),
     );
@@ -56,7 +56,7 @@ describe('benchmark figures', () => {
         '(b) 2 requests without a response',
         '(c) req/s is 0',
         '(c) p50 is NaN',
-        '(c) statements/request is NaN',
+        '(c) round trips/request is NaN',
         'c/b is 0',
       ]),
     );

@@ -8,7 +8,7 @@ export interface ScenarioFigures {
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
-  statementsPerRequest: number;
+  roundTripsPerRequest: number;
   /** CPU milliseconds per request, of the demo process and of PostgreSQL (NaN: not measured). */
   appCpuMsPerRequest: number;
   postgresCpuMsPerRequest: number;
@@ -49,7 +49,7 @@ export function benchFigures(scenarios: readonly Scenario[], runs: Map<ScenarioI
       requestsPerSecond: latencies.length / seconds,
       p50Ms: percentile(latencies, 0.5),
       p99Ms: percentile(latencies, 0.99),
-      statementsPerRequest: sum(own.map((run) => run.statements)) / serverRequests,
+      roundTripsPerRequest: sum(own.map((run) => run.roundTrips)) / serverRequests,
       appCpuMsPerRequest: sum(own.map((run) => run.appCpuMs)) / serverRequests,
       postgresCpuMsPerRequest: postgresCpu / serverRequests,
       responses: latencies.length,
@@ -74,9 +74,9 @@ export function invalidities(figures: BenchFigures): string[] {
     for (const [name, value] of Object.entries(numbers)) {
       if (!Number.isFinite(value) || value <= 0) problems.push(`(${scenario.id}) ${name} is ${value}`);
     }
-    // Zero is a real figure here: replays from the replay cache send no statement.
-    const statements = scenario.statementsPerRequest;
-    if (!Number.isFinite(statements) || statements < 0) problems.push(`(${scenario.id}) statements/request is ${statements}`);
+    // Zero is a real figure here: replays from the replay cache send no query.
+    const roundTrips = scenario.roundTripsPerRequest;
+    if (!Number.isFinite(roundTrips) || roundTrips < 0) problems.push(`(${scenario.id}) round trips/request is ${roundTrips}`);
     // In (d) a 409 is a correct answer (the key's first request is still running); anywhere
     // else, any answer but 201 means the server was not doing the work being measured.
     const allowed = scenario.id === 'd' ? [201, 409] : [201];
@@ -97,7 +97,7 @@ export function formatFigures(figures: BenchFigures): string {
     'req/s',
     'p50 ms',
     'p99 ms',
-    'statements/req',
+    'round trips/req',
     'app CPU ms/req',
     'PG CPU ms/req',
     'responses',
@@ -110,7 +110,7 @@ export function formatFigures(figures: BenchFigures): string {
     scenario.requestsPerSecond.toFixed(0),
     scenario.p50Ms.toFixed(1),
     scenario.p99Ms.toFixed(1),
-    scenario.statementsPerRequest.toFixed(2),
+    scenario.roundTripsPerRequest.toFixed(2),
     scenario.appCpuMsPerRequest.toFixed(2),
     Number.isNaN(scenario.postgresCpuMsPerRequest) ? 'n/a' : scenario.postgresCpuMsPerRequest.toFixed(2),
     String(scenario.responses),

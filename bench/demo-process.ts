@@ -53,7 +53,7 @@ export class DemoProcess {
     return (await response.json()) as BenchStats;
   }
 
-  /** The counters once no request is running any more, so a round's statements are complete. */
+  /** The counters once no request is running any more, so a round's round trips are complete. */
   async settledStats(authorization: string): Promise<BenchStats> {
     const deadline = Date.now() + 10_000;
     for (;;) {

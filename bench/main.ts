@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     const runs = await measure(demo, database, all, options);
     const figures = benchFigures(all, runs);
     console.log(`\n${formatFigures(figures)}`);
-    console.log(`load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not statements)`);
+    console.log(`load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not round trips)`);
 
     const problems = invalidities(figures);
     if (problems.length > 0) {

@@ -11,8 +11,8 @@ export interface ScenarioRun {
   statusCounts: Map<number, number>;
   /** Connection errors and timeouts: requests that got no response at all. */
   errors: number;
-  /** Statements the demo sent, and requests it received, during the run. */
-  statements: number;
+  /** Queries the demo sent to PostgreSQL (round trips: a batch of statements is one), and requests it received, during the run. */
+  roundTrips: number;
   serverRequests: number;
   /** CPU the demo process used during the run, and PostgreSQL (undefined: not measured). */
   appCpuMs: number;
@@ -66,7 +66,7 @@ export async function runScenario(
     latenciesMs,
     statusCounts,
     errors: result.errors,
-    statements: after.statements - before.statements,
+    roundTrips: after.roundTrips - before.roundTrips,
     serverRequests: after.requests - before.requests,
     appCpuMs: (after.cpuMicroseconds - before.cpuMicroseconds) / 1000,
     postgresCpuMs: measured ? postgresCpuAfter - postgresCpuBefore : undefined,

@@ -65,6 +65,8 @@ export class AppProcess {
         PROVIDER_PORT: String(this.providerPort),
         DEMO_FAULTS: '1',
         AMQP_URL: '',
+        // Suites count the debug lines (a message skipped as already processed).
+        LOG_LEVEL: 'debug',
         ...this.env,
         ...overrides,
       },

@@ -1,3 +1,4 @@
+import type { LogLevel } from '@nestjs/common';
 import type { AppConfig } from './app.config';
 import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
@@ -28,4 +29,18 @@ export function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: 
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
   return value;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+/**
+ * `LOG_LEVEL` and every level above it (`log` when unset). `debug` shows each key's outcome,
+ * one line per request (keys as short hashes): worth having while reading the demo, a cost
+ * under load.
+ */
+export function logLevelsFromEnv(env: NodeJS.ProcessEnv): LogLevel[] {
+  const level = (env.LOG_LEVEL || 'log') as LogLevel;
+  const index = LOG_LEVELS.indexOf(level);
+  if (index < 0) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  return LOG_LEVELS.slice(0, index + 1);
 }

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { startProviderStub } from '../../provider-stub/src/provider-stub.app';
 import { AppModule } from './app.module';
 import { setUpApp, setUpOpenApi } from './app.setup';
-import { configFromEnv, positiveInteger } from './config';
+import { configFromEnv, logLevelsFromEnv, positiveInteger } from './config';
 import { resolveDatabaseUrl } from './database/database-url';
 import { runMigrations } from './database/run-migrations';
 import { createHttpAdapter, httpAdapterKind } from './http-adapter';
@@ -30,7 +30,7 @@ async function bootstrap(): Promise<void> {
   // Nest's log levels are process-wide: set after the stub's, they apply to both apps.
   const app = await NestFactory.create(AppModule.register(config), adapter, {
     bodyParser: false,
-    logger: ['fatal', 'error', 'warn', 'log', 'debug'],
+    logger: logLevelsFromEnv(env),
   });
   setUpApp(app);
   setUpOpenApi(app);

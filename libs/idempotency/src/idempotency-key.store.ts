@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredResponse } from './idempotency.options';
-import { ClaimLockTimeoutError, isLockTimeout } from './postgres-errors';
+import { ClaimLockTimeoutError, isLockTimeout, sqlState } from './postgres-errors';
+import type { SqlStatement } from './sql-literals';
 import { TransactionHostRef } from './transaction-host.ref';
 
 /** Identifies one key: the primary key of `idempotency_keys`. */
@@ -58,6 +59,12 @@ const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, r
 
 const KEY_MATCHES = 'tenant_id = $1 AND endpoint = $2 AND idem_key = $3';
 
+/** What `savepoint` sends, for a caller that sends it along with the claim. */
+export const SAVEPOINT_STATEMENTS: readonly SqlStatement[] = [
+  { text: 'SET LOCAL lock_timeout TO DEFAULT', values: [] },
+  { text: 'SAVEPOINT idempotency_handler', values: [] },
+];
+
 /**
  * Every statement the library sends about keys lives here. Statements run on the current
  * transaction when there is one (`txHost.tx`), so the claim, the handler's writes and the
@@ -84,8 +91,14 @@ export class IdempotencyKeyStore {
     ttlSeconds: number,
     lockTimeoutMs: number,
   ): Promise<ClaimResult> {
-    const rows: KeyRow[] = await this.claimQuery(
-      `WITH claim AS (
+    const { text, values } = this.claimStatement(id, requestHash, ttlSeconds, lockTimeoutMs);
+    return this.claimResult(await this.claimQuery<KeyRow>(text, [...values]));
+  }
+
+  /** `claim`'s statement, for a caller that sends it along with START TRANSACTION. */
+  claimStatement(id: KeyId, requestHash: string, ttlSeconds: number, lockTimeoutMs: number): SqlStatement {
+    return {
+      text: `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
            FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
@@ -100,12 +113,21 @@ export class IdempotencyKeyStore {
        SELECT false, NULL, ${SELECT_COLUMNS}
          FROM idempotency_keys
         WHERE ${KEY_MATCHES}`,
-      [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
-    );
-    const row = rows[0];
+      values: [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
+    };
+  }
+
+  /** What the rows of `claimStatement` say; its lock timeout is the 409 case (`claimFailure`). */
+  claimResult(rows: unknown[]): ClaimResult {
+    const row = rows[0] as KeyRow | undefined;
     if (!row) return { claimed: false };
     if (row.claimed) return { claimed: true, generation: row.generation ?? '' };
     return { claimed: false, existing: toExistingKey(row) };
+  }
+
+  /** A claim statement's error as the caller must see it: a lock timeout is the 409 case. */
+  claimFailure(error: unknown): unknown {
+    return isLockTimeout(error) ? new ClaimLockTimeoutError() : error;
   }
 
   /**
@@ -182,14 +204,36 @@ export class IdempotencyKeyStore {
 
   /** Atomic mode: records the exact response; it commits with the handler's writes. */
   async complete(id: KeyId, response: StoredResponse): Promise<void> {
-    const updated = await this.countUpdated(
-      `UPDATE idempotency_keys
-          SET status = 'completed', response_code = $4, response_headers = $5,
-              response_body = $6, updated_at = now()
-        WHERE ${KEY_MATCHES} AND status = 'in_progress'`,
-      [id.tenantId, id.scope, id.key, response.statusCode, response.headers, response.body],
-    );
-    if (updated !== 1) throw new Error('idempotency key vanished before its response was recorded');
+    const { text, values } = this.completeStatement(id, response);
+    try {
+      await this.query(text, [...values]);
+    } catch (error) {
+      throw this.completeFailure(error);
+    }
+  }
+
+  /** `completeStatement`'s division by zero is a vanished claim: said plainly. */
+  completeFailure(error: unknown): unknown {
+    return sqlState(error) === '22012' ? new Error('idempotency key vanished before its response was recorded') : error;
+  }
+
+  /**
+   * `complete`'s statement, for a caller that sends it along with COMMIT. It divides by the
+   * number of rows it updated: were the claim's row gone, the statement would fail and take
+   * the COMMIT after it down with it, rather than commit the handler's writes unrecorded.
+   */
+  completeStatement(id: KeyId, response: StoredResponse): SqlStatement {
+    return {
+      text: `WITH recorded AS (
+         UPDATE idempotency_keys
+            SET status = 'completed', response_code = $4, response_headers = $5,
+                response_body = $6, updated_at = now()
+          WHERE ${KEY_MATCHES} AND status = 'in_progress'
+          RETURNING 1
+       )
+       SELECT 1 / count(*) AS recorded FROM recorded`,
+      values: [id.tenantId, id.scope, id.key, response.statusCode, response.headers, response.body],
+    };
   }
 
   /**
@@ -242,7 +286,7 @@ export class IdempotencyKeyStore {
    * Two statements in one round trip: no parameters, so the simple query protocol takes both.
    */
   async savepoint(): Promise<void> {
-    await this.query('SET LOCAL lock_timeout TO DEFAULT; SAVEPOINT idempotency_handler');
+    await this.query(SAVEPOINT_STATEMENTS.map((statement) => statement.text).join('; '));
   }
 
   async rollbackToSavepoint(): Promise<void> {
@@ -267,8 +311,7 @@ export class IdempotencyKeyStore {
     try {
       return await this.query<T>(sql, params);
     } catch (error) {
-      if (isLockTimeout(error)) throw new ClaimLockTimeoutError();
-      throw error;
+      throw this.claimFailure(error);
     }
   }
 

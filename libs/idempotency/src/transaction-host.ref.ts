@@ -2,6 +2,9 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getTransactionHostToken, type TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsServiceManager } from 'nestjs-cls';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { IsolationLevel } from './atomic/batched-transaction';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 
@@ -35,4 +38,48 @@ export class TransactionHostRef implements OnModuleInit {
     if (!this.resolved) throw new Error('IdempotencyModule is not initialised yet');
     return this.resolved;
   }
+
+  /**
+   * Whether the library may open a transaction itself (`BatchedTransaction`) and hand it to
+   * the host, and with what: undefined when a transaction is already active (the request joins
+   * it), when the host was given default transaction options (`withTransaction` applies them),
+   * or when this version of @nestjs-cls/transactional cannot adopt a transaction.
+   */
+  ownTransaction(): { dataSource: DataSource; isolationLevel?: IsolationLevel } | undefined {
+    const host = this.host as unknown as AdoptingHost;
+    if (typeof host.setTxInstance !== 'function' || host.isTransactionActive()) return undefined;
+    const defaults = host._options?.defaultTxOptions;
+    if (defaults && Object.keys(defaults).length > 0) return undefined;
+    const manager = this.host.tx as EntityManager | undefined;
+    const dataSource = manager?.connection;
+    if (!dataSource || dataSource.options.type !== 'postgres') return undefined;
+    const isolationLevel = (dataSource.options as { isolationLevel?: IsolationLevel }).isolationLevel;
+    return { dataSource, isolationLevel };
+  }
+
+  /**
+   * Runs `work` with `manager` as the host's transaction, in a child async context, as
+   * `withTransaction` does with the transactions it opens: `txHost.tx` (and an injected
+   * transaction proxy) give the handler this manager, and nothing leaks to the caller.
+   * @nestjs-cls/transactional has no public way to adopt a transaction opened elsewhere; its
+   * own `setTxInstance` is what `withTransaction` calls, and `ownTransaction()` checks for it.
+   */
+  runWith<T>(manager: EntityManager, work: () => Promise<T>): Promise<T> {
+    const host = this.host as unknown as AdoptingHost;
+    return ClsServiceManager.getClsService().run({ ifNested: 'inherit' }, async () => {
+      host.setTxInstance(manager);
+      try {
+        return await work();
+      } finally {
+        host.setTxInstance(undefined);
+      }
+    });
+  }
+}
+
+/** What `ownTransaction` and `runWith` use of a TransactionHost beyond its typed API. */
+interface AdoptingHost {
+  setTxInstance(instance: EntityManager | undefined): void;
+  isTransactionActive(): boolean;
+  _options?: { defaultTxOptions?: Record<string, unknown> };
 }

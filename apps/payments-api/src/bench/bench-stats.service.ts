@@ -3,8 +3,11 @@ import { Client } from 'pg';
 
 /** What `GET /bench/stats` reports: totals since the process started. */
 export interface BenchStats {
-  /** SQL statements sent to PostgreSQL, by every connection of the process. */
-  statements: number;
+  /**
+   * Queries sent to PostgreSQL by every connection of the process: round trips, since a query
+   * may carry several statements (the library's START and COMMIT batches).
+   */
+  roundTrips: number;
   /** Requests received on the benchmarked routes (`POST /v1/orders`, `POST /bench/orders`). */
   requests: number;
   /** Of those, the ones whose handler (and idempotency work) has not finished yet. */
@@ -14,21 +17,21 @@ export interface BenchStats {
 }
 
 /**
- * Counts, for the benchmark, what a request costs in statements: the benchmark reads the totals
- * before and after a round and divides. The statements are counted where they leave the
+ * Counts, for the benchmark, what a request costs in round trips: the benchmark reads the totals
+ * before and after a round and divides. The queries are counted where they leave the
  * process, in pg's `Client#query` (every TypeORM query and every statement of the library goes
  * through it), so the figure is measured, not taken from the README.
  */
 @Injectable()
 export class BenchStatsService implements OnModuleInit, OnModuleDestroy {
-  private statements = 0;
+  private roundTrips = 0;
   private requests = 0;
   private inFlight = 0;
   private readonly originalQuery = Client.prototype.query;
 
   onModuleInit(): void {
     const original = this.originalQuery;
-    const count = () => this.statements++;
+    const count = () => this.roundTrips++;
     // A prototype patch, because the pool creates its clients itself; only with BENCH_ROUTES=1.
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       count();
@@ -52,7 +55,7 @@ export class BenchStatsService implements OnModuleInit, OnModuleDestroy {
   snapshot(): BenchStats {
     const cpu = process.cpuUsage();
     return {
-      statements: this.statements,
+      roundTrips: this.roundTrips,
       requests: this.requests,
       inFlight: this.inFlight,
       cpuMicroseconds: cpu.user + cpu.system,

@@ -7,14 +7,29 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
-import { IdempotencyKeyStore } from '../idempotency-key.store';
+import { type ClaimResult, IdempotencyKeyStore, SAVEPOINT_STATEMENTS } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimLockTimeoutError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
+import { BatchedTransaction } from './batched-transaction';
+
+/** How the transaction around the handler sends the claim and the record. */
+interface ClaimedTransaction {
+  /** The claim's first attempt; the savepoint is taken with it when `savepointTaken`. */
+  firstClaim(): Promise<ClaimResult>;
+  savepointTaken: boolean;
+  /** Records the response; it commits with the handler's writes, or not at all. */
+  record(response: StoredResponse): Promise<void>;
+}
 
 /**
  * The default mode: claim, handler writes and recorded response in ONE transaction. There is
  * no state in which the effect exists without its key row, or the key row without the effect.
+ *
+ * When no transaction is active yet, the runner opens it itself (`BatchedTransaction`): the
+ * claim and the savepoint ride on START TRANSACTION and the record on COMMIT, so a create costs
+ * the round trips of the handler alone plus none. Inside a transaction someone else opened, the
+ * request joins it and each statement goes on its own.
  */
 @Injectable()
 export class AtomicRunner implements IdempotentRunner {
@@ -28,23 +43,9 @@ export class AtomicRunner implements IdempotentRunner {
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
-    const { id, label } = request;
+    const { label } = request;
     try {
-      return await this.transactions.host.withTransaction(async () => {
-        const claimStarted = performance.now();
-        const claim = await this.claim(request);
-        if ('response' in claim) return { kind: 'replayed', ...claim };
-        // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
-        bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
-        this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
-        await this.store.savepoint();
-        const { response, failed } = await settleHandler(request, this.options, () =>
-          this.store.rollbackToSavepoint(),
-        );
-        await this.store.complete(id, response);
-        this.logger.debug(`key ${label} completed with ${response.statusCode}`);
-        return { kind: 'executed', response, failed };
-      });
+      return await this.inTransaction(request);
     } catch (error) {
       if (error instanceof ClaimLockTimeoutError) {
         this.logger.debug(`key ${label} is held by a running request (lock timeout)`);
@@ -57,20 +58,77 @@ export class AtomicRunner implements IdempotentRunner {
     }
   }
 
+  private inTransaction(request: IdempotentRequest): Promise<Outcome> {
+    const claimStarted = performance.now();
+    const { id, requestHash } = request;
+    const own = this.transactions.ownTransaction();
+    if (!own) {
+      return this.transactions.host.withTransaction(() =>
+        this.execute(request, claimStarted, {
+          firstClaim: () => this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
+          savepointTaken: false,
+          record: (response) => this.store.complete(id, response),
+        }),
+      );
+    }
+    const claim = this.store.claimStatement(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
+    return BatchedTransaction.run(
+      own.dataSource,
+      {
+        isolationLevel: own.isolationLevel,
+        afterStart: [claim, ...SAVEPOINT_STATEMENTS],
+        startFailure: (error) => this.store.claimFailure(error),
+      },
+      (transaction, [claimRows]) =>
+        this.transactions.runWith(transaction.manager, () =>
+          this.execute(request, claimStarted, {
+            firstClaim: async () => this.store.claimResult(claimRows ?? []),
+            savepointTaken: true,
+            record: async (response) =>
+              transaction.commitWith([this.store.completeStatement(id, response)], (error) =>
+                this.store.completeFailure(error),
+              ),
+          }),
+        ),
+    );
+  }
+
+  private async execute(request: IdempotentRequest, claimStarted: number, transaction: ClaimedTransaction): Promise<Outcome> {
+    const { id, label } = request;
+    const claim = await this.claim(request, transaction);
+    if ('response' in claim) return { kind: 'replayed', ...claim };
+    // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
+    bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
+    this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
+    if (!claim.savepointTaken) await this.store.savepoint();
+    const { response, failed } = await settleHandler(request, this.options, () => this.store.rollbackToSavepoint());
+    await transaction.record(response);
+    this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+    return { kind: 'executed', response, failed };
+  }
+
   /** Claims the key (its generation) or returns the response to replay; throws rejections. */
-  private async claim(request: IdempotentRequest): Promise<StoredReplay | { generation: string }> {
-    const { id, requestHash, route } = request;
-    const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const result = await this.store.claim(id, requestHash, ttlSeconds, this.options.lockTimeoutMs);
-      if (result.claimed) return { generation: result.generation };
+  private async claim(
+    request: IdempotentRequest,
+    transaction: ClaimedTransaction,
+  ): Promise<StoredReplay | { generation: string; savepointTaken: boolean }> {
+    const { id, requestHash } = request;
+    let result = await transaction.firstClaim();
+    for (let attempt = 0; ; attempt++) {
+      if (result.claimed) return { generation: result.generation, savepointTaken: attempt === 0 && transaction.savepointTaken };
       // The twin committed while this claim waited on it: read it with a fresh snapshot.
       const existing = result.existing ?? (await this.store.read(id));
-      if (!existing) continue; // deleted in between (expiry cleanup): claim again
-      const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
-      if (resolution !== 'expired') return resolution;
-      await this.store.deleteExpired(id);
+      if (existing) {
+        const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
+        if (resolution !== 'expired') return resolution;
+        await this.store.deleteExpired(id);
+      } // else: deleted in between (expiry cleanup): claim again
+      if (attempt === 1) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      result = await this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
     }
-    throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+  }
+
+  private ttlSeconds(request: IdempotentRequest): number {
+    return request.route.ttlSeconds ?? this.options.ttlSeconds;
   }
 }

@@ -1,0 +1,43 @@
+/** A statement and its `$1..$n` parameters. */
+export interface SqlStatement {
+  text: string;
+  values: readonly unknown[];
+}
+
+/** Quotes a string as an SQL literal: node-postgres's `Client#escapeLiteral`. */
+export type EscapeLiteral = (value: string) => string;
+
+/**
+ * Writes a statement's parameters into its text as SQL literals. The simple query protocol
+ * takes several statements in one round trip but no parameters, so a statement that rides
+ * along with another (START TRANSACTION, COMMIT) must carry its values inline. Strings go
+ * through the driver's own escaping; byte strings as hex; objects as JSON, as the driver
+ * would send them.
+ */
+export function inlineParameters(statement: SqlStatement, escape: EscapeLiteral): string {
+  return statement.text.replace(/\$(\d+)/g, (_placeholder, position: string) => {
+    const index = Number(position) - 1;
+    if (index < 0 || index >= statement.values.length) {
+      throw new Error(`statement has no parameter $${position}`);
+    }
+    return literal(statement.values[index], escape);
+  });
+}
+
+function literal(value: unknown, escape: EscapeLiteral): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`cannot inline the number ${value}`);
+    // Parenthesised when negative: `x - -1` reads fine, but `x--1` would start a comment.
+    return value < 0 ? `(${value})` : String(value);
+  }
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
+  if (typeof value === 'string') return escape(value);
+  return escape(JSON.stringify(value));
+}
+
+/** Several statements as one simple-protocol query. */
+export function joinStatements(statements: readonly SqlStatement[], escape: EscapeLiteral): string {
+  return statements.map((statement) => inlineParameters(statement, escape)).join(';\n');
+}
