@@ -42,9 +42,8 @@ describe('statements per request', () => {
   }
 
   it('sends 3 round trips (7 statements) for an idempotent create, 2 for a replay, none for a cached replay', async () => {
-    const key = uniqueKey();
     const body = { customerId: uniqueCustomer(), amountCents: 100 };
-    const post = () =>
+    const post = (key: string) => () =>
       request(app.getHttpServer())
         .post('/v1/orders')
         .set({ authorization: ACME.authorization, 'idempotency-key': key })
@@ -53,9 +52,13 @@ describe('statements per request', () => {
     // Warm the pool so connection set-up is not counted.
     await request(app.getHttpServer()).get('/health').expect(200);
 
-    const create = await countStatements(post);
+    // The first create on a connection prepares the claim and the record there, in the same
+    // round trips; the pool hands requests made one after another the same connection.
+    const first = await countStatements(post(uniqueKey()));
+    const key = uniqueKey();
+    const create = await countStatements(post(key));
     // This process recorded the outcome: it replays from memory.
-    const cachedReplay = await countStatements(post);
+    const cachedReplay = await countStatements(post(key));
     // Another process (here a second app) has no copy: it reads the row.
     const other = await createTestApp();
     servers.push(other);
@@ -71,15 +74,28 @@ describe('statements per request', () => {
     // The same round trips as the handler without idempotency: START TRANSACTION carrying the
     // claim (with its lock timeout), SET LOCAL lock_timeout TO DEFAULT and the SAVEPOINT; the
     // handler's INSERT; the record carrying COMMIT.
-    expect([...create]).toEqual(['START', 'INSERT', 'WITH']);
+    expect([...first]).toEqual(['START', 'INSERT', 'PREPARE']);
+    expect([...create]).toEqual(['START', 'INSERT', 'EXECUTE']);
+    expect(statementsOf(first.raw[0])).toEqual([
+      'START TRANSACTION',
+      expect.stringMatching(/^PREPARE idempotency_claim_[0-9a-f]{8} AS WITH claim AS \(\s+INSERT INTO idempotency_keys/),
+      expect.stringMatching(/^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
+      'SET LOCAL lock_timeout TO DEFAULT',
+      'SAVEPOINT idempotency_handler',
+    ]);
+    expect(statementsOf(first.raw[2])).toEqual([
+      expect.stringMatching(/^PREPARE idempotency_record_[0-9a-f]{8} AS WITH recorded AS \(\s+UPDATE idempotency_keys/),
+      expect.stringMatching(/^EXECUTE idempotency_record_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
+      'COMMIT',
+    ]);
     expect(statementsOf(create.raw[0])).toEqual([
       'START TRANSACTION',
-      expect.stringMatching(/^WITH claim AS \(\s+INSERT INTO idempotency_keys/),
+      expect.stringMatching(/^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
       'SET LOCAL lock_timeout TO DEFAULT',
       'SAVEPOINT idempotency_handler',
     ]);
     expect(create.raw[1]).toMatch(/^INSERT INTO "orders"/);
-    expect(statementsOf(create.raw[2])).toEqual([expect.stringMatching(/^WITH recorded AS \(\s+UPDATE idempotency_keys/), 'COMMIT']);
+    expect(statementsOf(create.raw[2])).toEqual([expect.stringMatching(/^EXECUTE idempotency_record_[0-9a-f]{8}\(/), 'COMMIT']);
     // The key travels as a quoted literal in those batches, never as SQL.
     expect(create.raw[0]).toContain(`'${key}'`);
     // START TRANSACTION carrying the claim-or-read; COMMIT

@@ -114,6 +114,7 @@ export class IdempotencyKeyStore {
          FROM idempotency_keys
         WHERE ${KEY_MATCHES}`,
       values: [id.tenantId, id.scope, id.key, requestHash, ttlSeconds, `${Math.trunc(lockTimeoutMs)}ms`],
+      name: 'claim',
     };
   }
 
@@ -233,6 +234,7 @@ export class IdempotencyKeyStore {
        )
        SELECT 1 / count(*) AS recorded FROM recorded`,
       values: [id.tenantId, id.scope, id.key, response.statusCode, response.headers, response.body],
+      name: 'record',
     };
   }
 

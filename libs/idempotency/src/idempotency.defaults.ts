@@ -70,6 +70,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     ),
     fingerprintHeaders: (options.fingerprintHeaders ?? []).map((h) => h.toLowerCase()),
     markReplays: options.markReplays ?? false,
+    preparedStatements: options.preparedStatements ?? true,
     onReplay: options.onReplay,
     onEvent: options.onEvent,
     transactionConnectionName: options.transactionConnectionName,

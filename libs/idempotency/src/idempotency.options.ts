@@ -75,6 +75,14 @@ export interface IdempotencyModuleOptions {
    */
   transactionConnectionName?: string;
   /**
+   * Atomic mode: prepare the claim and the record once per connection (SQL `PREPARE`, then
+   * `EXECUTE`), so PostgreSQL does not parse and plan them for every request. Default true.
+   * Set false behind a pooler in transaction mode (PgBouncer `pool_mode = transaction`), whose
+   * server sessions change between transactions: the library would recover, at the cost of a
+   * round trip and a PREPARE on most requests.
+   */
+  preparedStatements?: boolean;
+  /**
    * Replays of completed keys from process memory, without a database round trip (a completed
    * row never changes before it expires). Default `{ maxEntries: 1000, maxAgeSeconds: 60,
    * maxBodyBytes: 65536 }`; `false` turns it off. An entry never outlives its row's expiry; a row

@@ -2,6 +2,11 @@
 export interface SqlStatement {
   text: string;
   values: readonly unknown[];
+  /**
+   * Names a statement sent often: it may then be prepared once per connection (SQL `PREPARE`)
+   * and run as `EXECUTE`, which skips parsing and planning it again.
+   */
+  name?: string;
 }
 
 /** Quotes a string as an SQL literal: node-postgres's `Client#escapeLiteral`. */
@@ -37,7 +42,9 @@ function literal(value: unknown, escape: EscapeLiteral): string {
   return escape(JSON.stringify(value));
 }
 
-/** Several statements as one simple-protocol query. */
-export function joinStatements(statements: readonly SqlStatement[], escape: EscapeLiteral): string {
-  return statements.map((statement) => inlineParameters(statement, escape)).join(';\n');
+/** `EXECUTE` of a prepared statement, its parameters as literals. */
+export function executeStatement(preparedName: string, values: readonly unknown[], escape: EscapeLiteral): string {
+  return values.length === 0
+    ? `EXECUTE ${preparedName}`
+    : `EXECUTE ${preparedName}(${values.map((value) => literal(value, escape)).join(', ')})`;
 }

@@ -12,6 +12,7 @@ import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent
 import { ClaimLockTimeoutError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { BatchedTransaction } from './batched-transaction';
+import { PreparedStatements } from './prepared-statements';
 
 /** How the transaction around the handler sends the claim and the record. */
 interface ClaimedTransaction {
@@ -34,13 +35,16 @@ interface ClaimedTransaction {
 @Injectable()
 export class AtomicRunner implements IdempotentRunner {
   private readonly logger = new Logger('Idempotency');
+  private readonly prepared: PreparedStatements | undefined;
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyKeyStore,
     private readonly transactions: TransactionHostRef,
     private readonly events: IdempotencyEvents,
-  ) {}
+  ) {
+    this.prepared = options.preparedStatements ? new PreparedStatements() : undefined;
+  }
 
   async run(request: IdempotentRequest): Promise<Outcome> {
     const { label } = request;
@@ -76,6 +80,7 @@ export class AtomicRunner implements IdempotentRunner {
       own.dataSource,
       {
         isolationLevel: own.isolationLevel,
+        prepared: this.prepared,
         afterStart: [claim, ...SAVEPOINT_STATEMENTS],
         startFailure: (error) => this.store.claimFailure(error),
       },

@@ -1,5 +1,7 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { type EscapeLiteral, joinStatements, type SqlStatement } from '../sql-literals';
+import { sqlState } from '../postgres-errors';
+import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../sql-literals';
+import { type PreparedStatements, UNKNOWN_PREPARED_STATEMENT } from './prepared-statements';
 
 /** The part of a node-postgres client this class uses (what TypeORM's `connect()` returns). */
 interface PostgresClient {
@@ -8,6 +10,7 @@ interface PostgresClient {
 }
 
 interface PostgresResult {
+  command: string | null;
   rows: unknown[];
 }
 
@@ -23,14 +26,16 @@ const ISOLATION_LEVELS: ReadonlySet<string> = new Set<IsolationLevel>([
 /** What `BatchedTransaction.run` sends with START TRANSACTION. */
 export interface StartOptions {
   isolationLevel?: IsolationLevel;
+  /** Where named statements are prepared per connection; without it every statement is sent whole. */
+  prepared?: PreparedStatements;
   afterStart: readonly SqlStatement[];
   /** What an error of the START batch means to the caller (e.g. the claim's lock timeout). */
   startFailure?: (error: unknown) => unknown;
 }
 
-/** Statements inlined into one text, and what their error means to the caller. */
+/** Statements for one round trip, and what their error means to the caller. */
 interface Batch {
-  text: string;
+  statements: readonly SqlStatement[];
   failure: (error: unknown) => unknown;
 }
 
@@ -50,11 +55,11 @@ export class BatchedTransaction {
   private beforeCommit?: Batch;
   private isolationLevelSent = false;
   private started: unknown[][] = [];
-  private client?: PostgresClient;
 
   private constructor(
     private readonly queryRunner: QueryRunner,
     private readonly isolationLevel: IsolationLevel | undefined,
+    private readonly prepared: PreparedStatements | undefined,
   ) {}
 
   /** The manager the handler's writes must use: `txHost.tx` while `work` runs. */
@@ -77,14 +82,10 @@ export class BatchedTransaction {
       throw new Error(`unknown isolation level "${isolationLevel}"`);
     }
     const queryRunner = dataSource.createQueryRunner();
-    const transaction = new BatchedTransaction(queryRunner, isolationLevel);
+    const transaction = new BatchedTransaction(queryRunner, isolationLevel, start.prepared);
     try {
-      const client = (await queryRunner.connect()) as PostgresClient;
-      transaction.intercept(client);
-      transaction.afterStart = {
-        text: joinStatements(start.afterStart, (value) => client.escapeLiteral(value)),
-        failure: start.startFailure ?? ((error) => error),
-      };
+      transaction.intercept((await queryRunner.connect()) as PostgresClient);
+      transaction.afterStart = { statements: start.afterStart, failure: start.startFailure ?? ((error) => error) };
       await queryRunner.startTransaction(isolationLevel);
       const result = await work(transaction, transaction.started);
       await queryRunner.commitTransaction();
@@ -103,9 +104,7 @@ export class BatchedTransaction {
    * commit. `failure` says what their error means to the caller.
    */
   commitWith(statements: readonly SqlStatement[], failure: (error: unknown) => unknown = (error) => error): void {
-    const client = this.client;
-    if (!client) throw new Error('transaction is not open');
-    this.beforeCommit = { text: joinStatements(statements, (value) => client.escapeLiteral(value)), failure };
+    this.beforeCommit = { statements, failure };
   }
 
   /**
@@ -113,7 +112,6 @@ export class BatchedTransaction {
    * ISOLATION LEVEL and COMMIT through it, and they are the three texts rewritten here.
    */
   private intercept(client: PostgresClient): void {
-    this.client = client;
     const queryRunner = this.queryRunner;
     const original = queryRunner.query.bind(queryRunner) as (
       text: string,
@@ -122,15 +120,25 @@ export class BatchedTransaction {
     ) => Promise<unknown>;
     queryRunner.query = (async (text: string, parameters?: unknown[], structured?: boolean) => {
       if (text === 'START TRANSACTION' && this.afterStart !== undefined) {
-        const { text: afterStart, failure } = this.afterStart;
+        const { statements, failure } = this.afterStart;
         const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
         this.afterStart = undefined;
         this.isolationLevelSent = level !== '';
-        const results = await client.query(`START TRANSACTION${level};\n${afterStart}`).catch((error: unknown) => {
-          throw failure(error);
-        });
-        // The first result is START TRANSACTION's own.
-        this.started.push(...rowsOf(results).slice(1));
+        const send = () => client.query(`START TRANSACTION${level};\n${this.render(client, statements)}`);
+        const results = await send()
+          .catch(async (error: unknown) => {
+            if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
+            // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
+            // nothing ran yet, so start over and prepare them again.
+            this.prepared.forget(client);
+            await client.query('ROLLBACK');
+            return send();
+          })
+          .catch((error: unknown) => {
+            throw failure(error);
+          });
+        // START TRANSACTION's own result, and each PREPARE's, carry no rows.
+        this.started.push(...rowsOf(results).filter((rows): rows is unknown[] => rows !== undefined));
         return [];
       }
       // Already part of START TRANSACTION: after the claim, PostgreSQL would refuse it.
@@ -139,9 +147,9 @@ export class BatchedTransaction {
         return [];
       }
       if (text === 'COMMIT' && this.beforeCommit !== undefined) {
-        const { text: beforeCommit, failure } = this.beforeCommit;
+        const { statements, failure } = this.beforeCommit;
         this.beforeCommit = undefined;
-        await client.query(`${beforeCommit};\nCOMMIT`).catch((error: unknown) => {
+        await client.query(`${this.render(client, statements)};\nCOMMIT`).catch((error: unknown) => {
           throw failure(error);
         });
         return [];
@@ -149,8 +157,19 @@ export class BatchedTransaction {
       return original(text, parameters, structured);
     }) as QueryRunner['query'];
   }
+
+  /** Statements as one simple-protocol text: named ones as EXECUTE when `prepared` is on. */
+  private render(client: PostgresClient, statements: readonly SqlStatement[]): string {
+    const escape: EscapeLiteral = (value) => client.escapeLiteral(value);
+    return statements
+      .map((statement) =>
+        this.prepared ? this.prepared.render(client, statement, escape) : inlineParameters(statement, escape),
+      )
+      .join(';\n');
+  }
 }
 
-function rowsOf(result: PostgresResult | PostgresResult[]): unknown[][] {
-  return (Array.isArray(result) ? result : [result]).map((each) => each.rows);
+/** The rows of each statement that returns rows (SELECT, EXECUTE of one); undefined for the rest. */
+function rowsOf(result: PostgresResult | PostgresResult[]): (unknown[] | undefined)[] {
+  return (Array.isArray(result) ? result : [result]).map((each) => (each.command === 'SELECT' ? each.rows : undefined));
 }

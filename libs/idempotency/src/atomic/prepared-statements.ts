@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import { type EscapeLiteral, executeStatement, inlineParameters, type SqlStatement } from '../sql-literals';
+
+/**
+ * Which of the library's named statements each connection has prepared (SQL `PREPARE` lasts
+ * as long as the session, and survives a rollback). A statement is prepared on first use, in
+ * the same round trip, and runs as `EXECUTE` after that: PostgreSQL parses and plans it once
+ * per connection instead of once per request.
+ *
+ * Prepared names carry a random suffix per connection, so a name can never meet a statement of
+ * the same name left in a server session by someone else (a pooler handing over sessions).
+ */
+export class PreparedStatements {
+  private readonly byConnection = new WeakMap<object, Map<string, string>>();
+
+  /** The text that runs `statement` on `connection`, with the PREPARE it needs the first time. */
+  render(connection: object, statement: SqlStatement, escape: EscapeLiteral): string {
+    if (!statement.name) return inlineParameters(statement, escape);
+    let prepared = this.byConnection.get(connection);
+    if (!prepared) {
+      prepared = new Map();
+      this.byConnection.set(connection, prepared);
+    }
+    const existing = prepared.get(statement.name);
+    if (existing) return executeStatement(existing, statement.values, escape);
+    const preparedName = `idempotency_${statement.name}_${randomBytes(4).toString('hex')}`;
+    // Counted as prepared before the server answers: if the batch fails, the next EXECUTE either
+    // works (the PREPARE ran) or fails with 26000, and `forget` starts over with new names.
+    prepared.set(statement.name, preparedName);
+    return `PREPARE ${preparedName} AS ${statement.text};\n${executeStatement(preparedName, statement.values, escape)}`;
+  }
+
+  /** The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use. */
+  forget(connection: object): void {
+    this.byConnection.delete(connection);
+  }
+}
+
+/** SQLSTATE 26000 invalid_sql_statement_name: EXECUTE of a statement the session does not have. */
+export const UNKNOWN_PREPARED_STATEMENT = '26000';
