@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, HttpCode, type INestApplication, Injectable, type ModuleMetadata, Param, Post, Query, Res, ValidationPipe } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, type INestApplication, Injectable, type ModuleMetadata, Param, Post, Query, Res, UnprocessableEntityException, ValidationPipe } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -7,7 +7,7 @@ import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { libraryInfrastructure } from '../support/library-infrastructure';
+import { type InfrastructureOptions, libraryInfrastructure } from '../support/library-infrastructure';
 
 /** Every handler records its side effect here, through the transaction. */
 @Injectable()
@@ -24,6 +24,11 @@ export class Effects {
 
   lockTimeout(): Promise<{ lock_timeout: string }[]> {
     return this.txHost.tx.query('SHOW lock_timeout');
+  }
+
+  async isolation(): Promise<string> {
+    const [row] = await this.txHost.tx.query('SHOW transaction_isolation');
+    return row.transaction_isolation;
   }
 }
 
@@ -141,6 +146,21 @@ export class LibraryTestController {
     return { lockTimeout: row.lock_timeout };
   }
 
+  /** The transaction's isolation level, as the handler sees it. */
+  @Post('isolation')
+  @Idempotent()
+  async isolation(@Body() body: ThingDto) {
+    return { id: await this.effects.record('isolation', body.tag), isolation: await this.effects.isolation() };
+  }
+
+  /** A deterministic failure after a write: stored, and the write rolled back. */
+  @Post('declined')
+  @Idempotent()
+  async declined(@Body() body: ThingDto) {
+    await this.effects.record('declined', body.tag);
+    throw new UnprocessableEntityException(`declined ${body.tag}`);
+  }
+
   /** A class instance with a secret: serialised like ClassSerializerInterceptor would. */
   @Post('account')
   @Idempotent()
@@ -183,13 +203,14 @@ export class ClassLevelController {
 export async function createLibraryApp(
   idempotencyModule: NonNullable<ModuleMetadata['imports']>[number],
   configure: (app: INestApplication) => void = () => undefined,
+  infrastructure: InfrastructureOptions = {},
 ): Promise<{
   app: INestApplication;
   dataSource: DataSource;
 }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      ...libraryInfrastructure(),
+      ...libraryInfrastructure(infrastructure),
       idempotencyModule,
     ],
     controllers: [LibraryTestController, ClassLevelController],

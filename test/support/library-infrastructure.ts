@@ -5,19 +5,35 @@ import { ClsModule } from 'nestjs-cls';
 import { paymentsApiMigrations } from '../../migrations';
 import { databaseUrl } from './test-app';
 
+/** Transaction settings a user's app may give TypeORM or the transactional adapter. */
+export interface InfrastructureOptions {
+  /** TypeORM's DataSource-wide isolation level. */
+  isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+  /** The adapter's options for every transaction it opens. */
+  defaultTxOptions?: { isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' };
+}
+
 /**
  * What a user's app registers before the library, as in the README: TypeORM on the run's
  * PostgreSQL, and nestjs-cls with the transactional plugin and its TypeORM adapter.
  */
-export function libraryInfrastructure() {
+export function libraryInfrastructure(options: InfrastructureOptions = {}) {
   return [
-    TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: databaseUrl(),
+      migrations: paymentsApiMigrations,
+      isolationLevel: options.isolationLevel,
+    }),
     ClsModule.forRoot({
       global: true,
       plugins: [
         new ClsPluginTransactional({
           imports: [TypeOrmModule],
-          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          adapter: new TransactionalAdapterTypeOrm({
+            dataSourceToken: getDataSourceToken(),
+            defaultTxOptions: options.defaultTxOptions,
+          }),
         }),
       ],
     }),

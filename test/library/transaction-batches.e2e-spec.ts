@@ -1,0 +1,230 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  type INestApplication,
+  Injectable,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { randomUUID } from 'node:crypto';
+import { Client, type Pool, type PoolClient } from 'pg';
+import { from, lastValueFrom } from 'rxjs';
+import request from 'supertest';
+import { IdempotencyModule } from 'nestjs-pg-idempotency';
+import type { DataSource } from 'typeorm';
+import { createLibraryApp } from './library-app';
+import type { InfrastructureOptions } from '../support/library-infrastructure';
+
+/**
+ * How an atomic request's transaction is sent: by default the library opens it itself, the
+ * claim riding on START TRANSACTION and the record on COMMIT, with literals written into the
+ * SQL by the driver's escaping and the two statements prepared per connection. Each way out of
+ * that path (a transaction already open, the adapter's default options, prepared statements
+ * off) and each thing it must honour (isolation levels, lost prepared statements, keys and
+ * bodies full of quotes) is checked here on the real database.
+ */
+const tag = () => `t-${randomUUID()}`;
+
+/** Every query text the app sends while `send` runs. */
+async function queriesDuring(send: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const original = Client.prototype.query;
+  Client.prototype.query = function (this: Client, ...args: unknown[]) {
+    const first = args[0];
+    sent.push(typeof first === 'string' ? first : String((first as { text?: string })?.text));
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof Client.prototype.query;
+  try {
+    await send();
+  } finally {
+    Client.prototype.query = original;
+  }
+  return sent;
+}
+
+async function effects(dataSource: DataSource, tagValue: string): Promise<string[]> {
+  const rows: { route: string }[] = await dataSource.query(
+    'SELECT route FROM library_test_effects WHERE tag = $1 ORDER BY id',
+    [tagValue],
+  );
+  return rows.map((row) => row.route);
+}
+
+async function keyRow(dataSource: DataSource, idemKey: string) {
+  const [row] = await dataSource.query(
+    `SELECT idem_key, status, response_code, convert_from(response_body, 'UTF8') AS body
+       FROM idempotency_keys WHERE idem_key = $1`,
+    [idemKey],
+  );
+  return row;
+}
+
+async function libraryApp(options: { module?: { preparedStatements?: boolean }; infrastructure?: InfrastructureOptions } = {}) {
+  return createLibraryApp(IdempotencyModule.forRoot({ replayCache: false, ...options.module }), undefined, options.infrastructure);
+}
+
+/** A user's own transaction around every request, opened before the idempotency interceptor. */
+@Injectable()
+class TransactionPerRequest implements NestInterceptor {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return from(this.txHost.withTransaction(() => lastValueFrom(next.handle(), { defaultValue: undefined })));
+  }
+}
+
+describe('atomic transactions opened by the library (the default)', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await libraryApp());
+  });
+  afterAll(() => app.close());
+
+  it('stores and replays keys and bodies full of quotes, backslashes and placeholders, byte for byte', async () => {
+    // Printable ASCII, as the key parser allows: every character SQL quoting could trip on.
+    const hostileKey = `it's a "key" $1 ; -- \\ /* ${randomUUID()} */ ''`;
+    const hostileTag = `O'Brien \\ "quoted" $2 ; DROP TABLE idempotency_keys; -- ✓ 🎉 ${randomUUID()}`;
+    const send = () =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', hostileKey).send({ tag: hostileTag });
+
+    const first = await send().expect(201);
+    const replay = await send().expect(201);
+
+    expect(first.body.tag).toBe(hostileTag);
+    expect(replay.text).toBe(first.text);
+    expect(await effects(dataSource, hostileTag)).toEqual(['widgets']);
+    const row = await keyRow(dataSource, hostileKey);
+    expect(row).toMatchObject({ idem_key: hostileKey, status: 'completed', response_code: 201 });
+    expect(row.body).toBe(first.text);
+  });
+
+  it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {
+    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', randomUUID()).send({ tag: tag() }).expect(201);
+    // The pool hands out its most recently released connection first: the one that request
+    // used, with the library's statements prepared. Drop them behind the library's back.
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    const client: PoolClient = await pool.connect();
+    await client.query('DEALLOCATE ALL');
+    client.release();
+
+    const t = tag();
+    const k = randomUUID();
+    const sent = await queriesDuring(() =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t }).expect(201),
+    );
+
+    // EXECUTE failed (26000), the empty transaction was rolled back, and the claim went again
+    // with its PREPARE: the request never noticed.
+    expect(sent[0]).toMatch(/^START TRANSACTION;\nEXECUTE idempotency_claim_/);
+    expect(sent[1]).toBe('ROLLBACK');
+    expect(sent[2]).toMatch(/^START TRANSACTION;\nPREPARE idempotency_claim_[0-9a-f]{8} AS /);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
+  });
+
+  it('rolls a stored failure back to its savepoint and commits the key with it', async () => {
+    const t = tag();
+    const k = randomUUID();
+    const first = await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
+    const replay = await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
+    expect(replay.text).toBe(first.text);
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
+  });
+});
+
+describe('atomic transactions under a DataSource isolation level', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await libraryApp({ infrastructure: { isolationLevel: 'SERIALIZABLE' } }));
+  });
+  afterAll(() => app.close());
+
+  it('opens its transaction at that level, with the claim in the same round trip', async () => {
+    const t = tag();
+    const sent = await queriesDuring(() =>
+      request(app.getHttpServer())
+        .post('/isolation')
+        .set('idempotency-key', randomUUID())
+        .send({ tag: t })
+        .expect(201)
+        .expect((res) => expect(res.body.isolation).toBe('serializable')),
+    );
+    expect(sent[0]).toMatch(/^START TRANSACTION ISOLATION LEVEL SERIALIZABLE;\n/);
+    expect(sent.some((query) => query.startsWith('SET TRANSACTION'))).toBe(false);
+    expect(await effects(dataSource, t)).toEqual(['isolation']);
+  });
+});
+
+describe.each([
+  ['the adapter has default transaction options', { infrastructure: { defaultTxOptions: { isolationLevel: 'REPEATABLE READ' as const } } }, 'repeatable read'],
+  ['a transaction is already open (the app opens one per request)', { interceptor: true }, 'read committed'],
+])('atomic transactions when %s: one statement at a time, in that transaction', (_title, options, isolation) => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRoot({ replayCache: false }),
+      (nest) => {
+        if ('interceptor' in options) nest.useGlobalInterceptors(new TransactionPerRequest(nest.get(TransactionHost)));
+      },
+      'infrastructure' in options ? options.infrastructure : {},
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('claims, runs and records in the one transaction, and replays', async () => {
+    const t = tag();
+    const k = randomUUID();
+    let first = '';
+    const sent = await queriesDuring(() =>
+      request(app.getHttpServer())
+        .post('/isolation')
+        .set('idempotency-key', k)
+        .send({ tag: t })
+        .expect(201)
+        .then((res) => {
+          first = res.text;
+          expect(res.body.isolation).toBe(isolation);
+        }),
+    );
+    expect(sent.some((query) => query.startsWith('START TRANSACTION;'))).toBe(false);
+    expect(sent.some((query) => /^WITH claim AS/.test(query.trim()))).toBe(true);
+    const replay = await request(app.getHttpServer()).post('/isolation').set('idempotency-key', k).send({ tag: t }).expect(201);
+    expect(replay.text).toBe(first);
+    expect(await effects(dataSource, t)).toEqual(['isolation']);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
+  });
+
+  it('rolls a stored failure back to its savepoint and commits the key with it', async () => {
+    const t = tag();
+    const k = randomUUID();
+    await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
+  });
+});
+
+describe('atomic transactions with preparedStatements: false', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await libraryApp({ module: { preparedStatements: false } }));
+  });
+  afterAll(() => app.close());
+
+  it('sends the claim and the record whole in the START and COMMIT batches', async () => {
+    const t = tag();
+    const sent = await queriesDuring(() =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', randomUUID()).send({ tag: t }).expect(201),
+    );
+    expect(sent).toHaveLength(3);
+    expect(sent[0]).toMatch(/^START TRANSACTION;\nWITH claim AS/);
+    expect(sent[2]).toMatch(/^WITH recorded AS[\s\S]*;\nCOMMIT$/);
+    expect(sent.join('\n')).not.toMatch(/PREPARE|EXECUTE/);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+  });
+});
