@@ -68,8 +68,8 @@ export class BatchedTransaction {
   }
 
   /**
-   * Opens the transaction with `afterStart` in its first round trip and hands `work` their
-   * rows (one array per statement). Commits when `work` resolves, with what it passed to
+   * Opens the transaction with `afterStart` in its first round trip and hands `work` the rows
+   * of those of its statements that return rows, in order. Commits when `work` resolves, with what it passed to
    * `commitWith`; rolls back when anything throws, and always releases the connection.
    */
   static async run<T>(
