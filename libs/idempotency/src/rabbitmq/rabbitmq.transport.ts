@@ -127,6 +127,8 @@ export class RabbitMqTransport implements MessagingTransport {
         });
         channel.once('close', () => {
           if (failed) this.replaceChannel(wrapper);
+          // Publishes it had not confirmed are sent again: consumers may see a second copy.
+          else if (!this.closing) this.logger.warn('publisher channel closed; unconfirmed publishes will be sent again');
         });
         return this.declareTopology(channel);
       },
