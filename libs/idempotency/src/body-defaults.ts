@@ -32,20 +32,37 @@ function bodyType(controller: object, handler: Handler): ClassType | null {
 }
 
 /**
+ * The fields of `type` whose default differs between two creations (a timestamp, a random id):
+ * found once per class. A Date default counts as one even when two creations fall in the same
+ * millisecond.
+ */
+const unstableDefaults = new WeakMap<ClassType, readonly string[]>();
+
+function unstableDefaultsOf(type: ClassType): readonly string[] {
+  const known = unstableDefaults.get(type);
+  if (known) return known;
+  const first = plainToInstance(type, {}) as Record<string, unknown>;
+  const second = plainToInstance(type, {}) as Record<string, unknown>;
+  const unstable = Object.keys(first).filter(
+    (field) => first[field] instanceof Date || JSON.stringify(first[field]) !== JSON.stringify(second[field]),
+  );
+  unstableDefaults.set(type, unstable);
+  return unstable;
+}
+
+/**
  * The body as the handler will see it after `ValidationPipe({ transform: true })`: the DTO's
  * property initialisers supply the defaults, so `{}` and `{ currency: 'usd' }` hash the same
  * when `currency` defaults to `'usd'`. The claim runs before pipes, hence this re-creation.
- * A default that differs between two creations (a timestamp, a random id) is left out: it
- * would make every honest retry look like another request.
+ * A default that differs between two creations is left out: it would make every honest retry
+ * look like another request.
  */
 export function bodyWithDefaults(controller: object, handler: Handler, body: unknown): unknown {
   const type = bodyType(controller, handler);
   if (!type || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   const withDefaults = plainToInstance(type, body) as Record<string, unknown>;
-  const again = plainToInstance(type, body) as Record<string, unknown>;
-  for (const field of Object.keys(withDefaults)) {
-    if (field in body) continue;
-    if (JSON.stringify(withDefaults[field]) !== JSON.stringify(again[field])) delete withDefaults[field];
+  for (const field of unstableDefaultsOf(type)) {
+    if (!(field in body)) delete withDefaults[field];
   }
   return withDefaults;
 }
