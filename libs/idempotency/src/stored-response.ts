@@ -28,10 +28,36 @@ export function captureResponse(
     if (Buffer.isBuffer(value) || value instanceof StreamableFile || isObservable(value)) {
       throw new TypeError('an @Idempotent() handler must return a JSON-serialisable value or a string');
     }
-    body = JSON.stringify(typeof value === 'object' ? instanceToPlain(value, serializeOptions) : value);
+    body = JSON.stringify(needsClassTransformer(value, serializeOptions) ? instanceToPlain(value, serializeOptions) : value);
     headers['content-type'] ??= JSON_CONTENT_TYPE;
   }
   return { statusCode: response.statusCode, headers, body: Buffer.from(body, 'utf8') };
+}
+
+/**
+ * Whether `value` must go through class-transformer before it is serialised. Plain data
+ * (primitives, arrays, plain objects and dates, nothing else) without `@SerializeOptions()` comes
+ * out of `instanceToPlain` as a copy with the same JSON: skipping the copy saves its time and
+ * garbage on the common path. Anything else (a class instance, a Map, a function) takes it.
+ */
+function needsClassTransformer(value: unknown, serializeOptions: ClassTransformOptions): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return Object.keys(serializeOptions).length > 0 || !isPlainData(value, 0);
+}
+
+const MAX_PLAIN_DEPTH = 32;
+
+function isPlainData(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== 'object') return typeof value !== 'function' && typeof value !== 'symbol';
+  if (depth > MAX_PLAIN_DEPTH) return false;
+  if (Array.isArray(value)) return value.every((item) => isPlainData(item, depth + 1));
+  if (value instanceof Date) return true;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) {
+    if (!isPlainData((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /** A stored failure: the rendered exception, plus the allowlisted headers already set. */
