@@ -146,6 +146,33 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     await eventually('the next event to be sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined), 5000);
   });
 
+  it('still backs off an event refused 1,100 times: the backoff is capped, it never overflows', async () => {
+    const exchange = `test.missing.${randomUUID().slice(0, 8)}`;
+    const txHost = ledger.app.get(TransactionHost);
+    const { messageId } = await txHost.withTransaction(() =>
+      ledger.app.get(Outbox).publish({ exchange, routingKey: 'nowhere', payload: { probe: true } }),
+    );
+    // Days of refusals, due again now: 2^1100 overflows a float8.
+    await db.query(`UPDATE outbox_messages SET attempts = 1100, next_attempt_at = now() WHERE message_id = $1`, [messageId]);
+    let row: { attempts: number; backoff_seconds: number };
+    try {
+      row = await eventually('the 1,101st failed attempt', async () => {
+        const [current] = await db.query<typeof row & Record<string, unknown>>(
+          `SELECT attempts, extract(epoch FROM next_attempt_at - now())::float8 AS backoff_seconds
+             FROM outbox_messages WHERE message_id = $1`,
+          [messageId],
+        );
+        return current.attempts > 1100 ? current : undefined;
+      });
+    } finally {
+      await db.query(`DELETE FROM outbox_messages WHERE message_id = $1`, [messageId]);
+    }
+    expect(row.attempts).toBe(1101);
+    // The default cap, 5 minutes, less the time this test took to read it.
+    expect(row.backoff_seconds).toBeGreaterThan(240);
+    expect(row.backoff_seconds).toBeLessThanOrEqual(300);
+  });
+
   it('publishes each event once with two relays running at once (FOR UPDATE SKIP LOCKED)', async () => {
     const logsBefore = app.logs.length;
     const second = await startMessagingApp({ queue: uniqueQueue('order-payments'), relay: true });

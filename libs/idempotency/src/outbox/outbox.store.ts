@@ -94,14 +94,18 @@ export class OutboxStore {
     );
   }
 
-  /** Backs a failed row off exponentially: base × 2^attempts, capped. */
+  /**
+   * Backs a failed row off exponentially: base × 2^attempts, capped. The exponent is capped
+   * too: float8 `power(2, n)` raises "value out of range" from n = 1024 on, which would fail
+   * every batch holding a row refused that often (about 3.5 days at a 5-minute cap).
+   */
   async markFailed(failures: Array<{ id: string; error: string }>, baseMs: number, maxMs: number): Promise<void> {
     if (failures.length === 0) return;
     await this.runner().query(
       `UPDATE outbox_messages AS o
           SET attempts = o.attempts + 1,
               last_error = f.error,
-              next_attempt_at = now() + make_interval(secs => least($4::float8, $3::float8 * power(2, o.attempts)) / 1000)
+              next_attempt_at = now() + make_interval(secs => least($4::float8, $3::float8 * power(2, least(o.attempts, 30))) / 1000)
          FROM unnest($1::bigint[], $2::text[]) AS f(id, error)
         WHERE o.id = f.id`,
       [failures.map((f) => f.id), failures.map((f) => f.error.slice(0, 2000)), baseMs, maxMs],
