@@ -3,7 +3,7 @@ import { Body, Controller, type INestApplication, Injectable, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { derivedMessageId, IdempotencyMessagingModule, IdempotencyModule, Idempotent, Inbox, MessagingCleanup, MissingMessageIdError, Outbox } from 'nestjs-pg-idempotency';
+import { derivedMessageId, IdempotencyMessagingModule, IdempotencyModule, Idempotent, Inbox, MessageInFlightError, MessagingCleanup, MissingMessageIdError, Outbox } from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
@@ -117,6 +117,32 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       );
       expect(outcomes.filter((o) => o.status === 'applied')).toHaveLength(1);
       expect(outcomes.filter((o) => o.status === 'duplicate')).toHaveLength(19);
+      expect(await effectsOf(id)).toBe(1);
+    });
+
+    it("gives the handler the server's lock_timeout: the claim's bound is for the claim alone", async () => {
+      const [{ lock_timeout: serverDefault }] = await db.query<{ lock_timeout: string }>('SHOW lock_timeout');
+      const outcome = await inbox.process('lib-consumer', randomUUID(), async () => {
+        const [row] = await txHost.tx.query(`SELECT current_setting('lock_timeout') AS value`);
+        return row.value as string;
+      });
+      expect(outcome).toMatchObject({ status: 'applied', result: serverDefault });
+      expect(serverDefault).not.toBe('5s'); // the inbox's default bound, which must not leak
+    });
+
+    it('answers MessageInFlightError, running nothing, while a twin delivery holds the claim past the bound', async () => {
+      const id = randomUUID();
+      const twin = await db.holdUncommitted(`INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-consumer', $1)`, [id]);
+      try {
+        const started = Date.now();
+        await expect(inbox.process('lib-consumer', id, () => effects.record(id))).rejects.toBeInstanceOf(MessageInFlightError);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(4900); // inbox.lockTimeoutMs, 5 s by default
+        expect(await effectsOf(id)).toBe(0);
+      } finally {
+        await twin.rollback();
+      }
+      // The twin rolled back: the next delivery applies the message.
+      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe('applied');
       expect(await effectsOf(id)).toBe(1);
     });
 

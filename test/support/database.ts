@@ -40,6 +40,30 @@ export class TestDatabase {
     return Number(row.paid_cents);
   }
 
+  /**
+   * Runs `sql` in a transaction on a connection of its own and leaves it open, uncommitted:
+   * its row locks stay held until `rollback()`, as a twin that is still running would hold them.
+   */
+  async holdUncommitted(sql: string, params: unknown[] = []): Promise<{ rollback(): Promise<void> }> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(sql, params);
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+    return {
+      rollback: async () => {
+        try {
+          await client.query('ROLLBACK');
+        } finally {
+          client.release();
+        }
+      },
+    };
+  }
+
   close(): Promise<void> {
     return this.pool.end();
   }

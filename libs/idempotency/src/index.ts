@@ -45,7 +45,7 @@ export type {
 export { MessagingCleanup, type CleanupResult } from './messaging/messaging-cleanup';
 export { Inbox, type InboxOutcome } from './inbox/inbox.service';
 export { InboxHandler, type InboxHandlerOptions } from './inbox/inbox-handler.decorator';
-export { MissingMessageIdError, UnprocessableMessageError } from './inbox/inbox.errors';
+export { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox/inbox.errors';
 export { Outbox, type OutboxEvent, type PublishedEvent } from './outbox/outbox.service';
 export { OutboxRelay, type RelayBatchResult } from './outbox/outbox-relay';
 export { derivedMessageId } from './outbox/derived-message-id';

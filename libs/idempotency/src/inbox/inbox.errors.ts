@@ -19,3 +19,16 @@ export class UnprocessableMessageError extends Error {
     this.name = 'UnprocessableMessageError';
   }
 }
+
+/**
+ * Another delivery of the same message is being processed right now (its claim is not
+ * committed yet) and did not finish within `inbox.lockTimeoutMs`. Nothing ran. Not a failure
+ * of the message: retry it later, without counting an attempt; by then the twin has either
+ * committed (the retry is a duplicate) or rolled back (the retry applies it).
+ */
+export class MessageInFlightError extends Error {
+  constructor(waitedMs: number) {
+    super(`another delivery of this message is still being processed (waited ${waitedMs} ms)`);
+    this.name = 'MessageInFlightError';
+  }
+}

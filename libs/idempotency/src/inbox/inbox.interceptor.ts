@@ -13,7 +13,7 @@ import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import type { InboxSettlement } from '../messaging/messaging.options';
 import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-transport';
 import type { InboxHandlerMetadata } from './inbox-handler.decorator';
-import { MissingMessageIdError, UnprocessableMessageError } from './inbox.errors';
+import { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox.errors';
 import { Inbox } from './inbox.service';
 
 /**
@@ -72,6 +72,14 @@ export class InboxInterceptor implements NestInterceptor {
     }
     if (error instanceof UnprocessableMessageError) {
       return this.deadLetter(delivery, { code: 'unprocessable', consumer, detail: error.message, attempts: 0 });
+    }
+    if (error instanceof MessageInFlightError) {
+      // A twin holds the claim: not this message's failure, so no attempt is counted (a
+      // redelivery racing a slow handler must not end on the dead-letter queue).
+      this.logger.warn(`${consumer}: ${messageId} is being processed by another delivery; retrying later`);
+      await sleep(this.options.inbox.retryDelayMs);
+      await this.report({ consumer, messageId, status: 'retried', headers });
+      return this.tell('retry', consumer, () => delivery.retry());
     }
     let attempts: number;
     try {

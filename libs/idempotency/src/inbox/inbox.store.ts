@@ -2,6 +2,19 @@ import { Injectable } from '@nestjs/common';
 import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { QueryRunner } from 'typeorm';
+import { isLockTimeout } from '../postgres-errors';
+import { type EscapeLiteral, inlineParameters } from '../sql-literals';
+import { MessageInFlightError } from './inbox.errors';
+
+/** The part of the transaction's node-postgres client the claim uses. */
+interface PostgresClient {
+  query(text: string): Promise<PostgresResult[]>;
+  escapeLiteral: EscapeLiteral;
+}
+
+interface PostgresResult {
+  rowCount: number | null;
+}
 
 /** Every statement the library sends about processed messages lives here. */
 @Injectable()
@@ -11,18 +24,33 @@ export class InboxStore {
   /**
    * Records the message as processed in the current transaction; false when it already was.
    * A twin delivery still in flight holds the row uncommitted: this insert waits for it (at
-   * most `lockTimeoutMs`, then SQLSTATE 55P03) and then sees the conflict, so the primary key,
-   * not process memory, decides between racing consumers.
+   * most `lockTimeoutMs`, then `MessageInFlightError`) and then sees the conflict, so the
+   * primary key, not process memory, decides between racing consumers.
+   *
+   * The bound is for the claim alone: the handler that runs next gets the server's
+   * `lock_timeout` back. All three statements go in one round trip (the simple query protocol
+   * takes several, with their values inline).
    */
   async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
-    const rows: unknown[] = await this.runner().query(
-      `INSERT INTO processed_messages (consumer, message_id)
-       SELECT $1, $2 FROM (SELECT set_config('lock_timeout', $3, true)) AS bounded_wait
-       ON CONFLICT (consumer, message_id) DO NOTHING
-       RETURNING 1`,
-      [consumer, messageId, `${Math.trunc(lockTimeoutMs)}ms`],
+    const client = (await this.runner().connect()) as PostgresClient;
+    const insert = inlineParameters(
+      {
+        text: `INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2)
+               ON CONFLICT (consumer, message_id) DO NOTHING`,
+        values: [consumer, messageId],
+      },
+      (value) => client.escapeLiteral(value),
     );
-    return rows.length === 1;
+    let results: PostgresResult[];
+    try {
+      results = await client.query(
+        `SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)};\n${insert};\nSET LOCAL lock_timeout TO DEFAULT`,
+      );
+    } catch (error) {
+      if (isLockTimeout(error)) throw new MessageInFlightError(lockTimeoutMs);
+      throw error;
+    }
+    return results[1]?.rowCount === 1;
   }
 
   /**
