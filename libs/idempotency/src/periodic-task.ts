@@ -1,20 +1,23 @@
 /**
  * Work that runs every `intervalMs` in the background of an app (the cleanups). A run still
  * going makes the next tick skip instead of piling up, the timer never keeps the process alive,
- * and `stop()` waits for a run in flight, so shutdown does not cut a batch in half.
+ * and `stop()` ends a run in flight at its next step (its `signal` aborts) and waits for it, so
+ * shutdown neither cuts a batch in half nor waits for a backlog to drain.
  */
 export class PeriodicTask {
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
+  private readonly stopping = new AbortController();
 
   constructor(
-    private readonly work: () => Promise<unknown>,
+    private readonly work: (signal: AbortSignal) => Promise<unknown>,
     private readonly onError: (error: unknown) => void,
   ) {}
 
   start(intervalMs: number): void {
     this.timer = setInterval(() => {
-      this.running ??= this.work()
+      if (this.stopping.signal.aborted) return;
+      this.running ??= this.work(this.stopping.signal)
         .catch(this.onError)
         .finally(() => (this.running = undefined));
     }, intervalMs);
@@ -23,22 +26,25 @@ export class PeriodicTask {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.stopping.abort();
     await this.running;
   }
 }
 
 /**
  * Runs `batch` (one bounded DELETE, returning its row count) until a batch removes fewer than
- * `batchSize` rows or `maxBatches` ran: short statements, short locks, however much is due.
+ * `batchSize` rows, `maxBatches` ran or `signal` aborts: short statements, short locks, however
+ * much is due.
  */
 export async function drainInBatches(
   batch: () => Promise<number>,
   batchSize: number,
   maxBatches = Number.POSITIVE_INFINITY,
+  signal?: AbortSignal,
 ): Promise<{ removed: number; batches: number }> {
   let removed = 0;
   let batches = 0;
-  while (batches < maxBatches) {
+  while (batches < maxBatches && !signal?.aborted) {
     const count = await batch();
     batches++;
     removed += count;

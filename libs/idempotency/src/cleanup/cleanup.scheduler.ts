@@ -19,7 +19,7 @@ export class CleanupScheduler implements OnApplicationBootstrap, OnApplicationSh
     cleanup: IdempotencyCleanup,
   ) {
     this.task = new PeriodicTask(
-      () => cleanup.purgeExpired(),
+      (signal) => cleanup.purgeExpired({ signal }),
       (error) => this.logger.warn(`scheduled cleanup failed: ${String(error)}`),
     );
   }

@@ -28,7 +28,12 @@ export class IdempotencyCleanup {
     private readonly events: IdempotencyEvents,
   ) {}
 
-  async purgeExpired(limits: { batchSize?: number; maxBatches?: number } = {}): Promise<CleanupReport> {
+  /**
+   * One cleanup run: batches of `batchSize` (default `cleanup.batchSize`) until one removes
+   * fewer, `maxBatches` ran (default: no limit) or `signal` aborts (the scheduler aborts it when
+   * the app shuts down, so a backlog never holds up shutdown).
+   */
+  async purgeExpired(limits: { batchSize?: number; maxBatches?: number; signal?: AbortSignal } = {}): Promise<CleanupReport> {
     const batchSize = limits.batchSize ?? this.options.cleanup.batchSize;
     const maxBatches = limits.maxBatches ?? Number.POSITIVE_INFINITY;
     const started = performance.now();
@@ -40,6 +45,7 @@ export class IdempotencyCleanup {
       },
       batchSize,
       maxBatches,
+      limits.signal,
     );
     const report = { removed, batches, durationMs: Math.round(performance.now() - started) };
     if (removed > 0) this.logger.log(`cleanup removed ${removed} expired keys in ${batches} batches`);

@@ -28,7 +28,7 @@ export interface CleanupResult {
 export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('MessagingCleanup');
   private readonly task = new PeriodicTask(
-    () => this.purge(),
+    (signal) => this.purge(signal),
     (error) => this.logger.error(`cleanup failed: ${String(error)}`),
   );
 
@@ -47,12 +47,15 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
     return this.task.stop();
   }
 
-  /** One bounded cleanup run: at most `cleanup.maxBatches` statements per table. */
-  async purge(): Promise<CleanupResult> {
+  /**
+   * One bounded cleanup run: at most `cleanup.maxBatches` statements per table, fewer once
+   * `signal` aborts (the scheduled run's, at shutdown).
+   */
+  async purge(signal?: AbortSignal): Promise<CleanupResult> {
     const { inbox, outbox, cleanup } = this.options;
     const result: CleanupResult = { processedMessages: 0, inboxFailures: 0, outboxMessages: 0, batches: 0 };
     const drain = async (batch: () => Promise<number>): Promise<number> => {
-      const { removed, batches } = await drainInBatches(batch, cleanup.batchSize, cleanup.maxBatches);
+      const { removed, batches } = await drainInBatches(batch, cleanup.batchSize, cleanup.maxBatches, signal);
       result.batches += batches;
       return removed;
     };
