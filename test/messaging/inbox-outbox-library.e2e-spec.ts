@@ -197,6 +197,22 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(await rowsOf([messageId])).toHaveLength(0);
     });
 
+    it.each([
+      ['a routing key over 255 bytes', { routingKey: 'r'.repeat(256) }, /routingKey is longer than 255 bytes/],
+      ['an exchange over 255 bytes', { exchange: 'é'.repeat(128) }, /exchange is longer than 255 bytes/],
+      ['a message id over 255 bytes', { messageIdOf: (tag: string) => `${tag}-${'m'.repeat(255)}` }, /messageId is longer/],
+      ['an empty message id', { messageIdOf: () => ' ' }, /messageId must not be empty/],
+    ])('refuses an event with %s, which no broker would take, and writes nothing', async (_label, change, refusal) => {
+      const tag = randomUUID();
+      const { messageIdOf, ...fields } = change as { messageIdOf?: (tag: string) => string; routingKey?: string; exchange?: string };
+      await expect(
+        txHost.withTransaction(() =>
+          outbox.publish({ exchange: 'lib', routingKey: 'x', payload: { tag }, messageId: messageIdOf?.(tag), ...fields }),
+        ),
+      ).rejects.toThrow(refusal);
+      expect(await db.query(`SELECT 1 FROM outbox_messages WHERE payload->>'tag' = $1`, [tag])).toHaveLength(0);
+    });
+
     it('derives the ids of an idempotent request from its key and the step names, and a replay writes nothing', async () => {
       const key = `key-${randomUUID()}`;
       const send = () => request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });

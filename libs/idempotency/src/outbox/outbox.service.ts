@@ -35,6 +35,12 @@ export interface PublishedEvent {
  * The transactional outbox: `publish()` writes the event in the caller's transaction, so it
  * exists exactly when the business change does. The relay sends it after the commit.
  */
+/**
+ * AMQP carries the exchange, the routing key and the message id as short strings (255 bytes at
+ * most), and the inbox refuses longer message ids on any transport.
+ */
+const MAX_SHORT_STRING_BYTES = 255;
+
 @Injectable()
 export class Outbox {
   constructor(
@@ -57,12 +63,22 @@ export class Outbox {
     }
     if (!event.exchange && event.exchange !== '') throw new Error('Outbox.publish: exchange is required');
     if (!event.routingKey) throw new Error('Outbox.publish: routingKey is required');
+    if (event.messageId !== undefined && event.messageId.trim() === '') {
+      throw new Error('Outbox.publish: messageId must not be empty');
+    }
     const payload = JSON.stringify(event.payload);
     if (payload === undefined) throw new Error('Outbox.publish: payload must be JSON-serialisable');
     const operation = currentOperation();
     const messageId =
       event.messageId ??
       (operation ? derivedMessageId(operation, event.step ?? `${event.exchange} ${event.routingKey}`) : randomUUID());
+    // A row that could never be sent is refused here, in the caller's transaction, instead of
+    // failing every publish attempt of the relay.
+    for (const [name, value] of [['exchange', event.exchange], ['routingKey', event.routingKey], ['messageId', messageId]]) {
+      if (Buffer.byteLength(value, 'utf8') > MAX_SHORT_STRING_BYTES) {
+        throw new Error(`Outbox.publish: ${name} is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
+      }
+    }
     const row: NewOutboxRow = {
       messageId,
       exchange: event.exchange,

@@ -45,6 +45,8 @@ export class RabbitMqTransport implements MessagingTransport {
   private channel?: ChannelWrapper;
   private readonly declaredQueues = new Set<string>();
   private lastChannelError?: string;
+  /** Channels replaced in a row without one connecting: the next replacement waits longer. */
+  private failedReplacements = 0;
   private closing = false;
 
   constructor(private readonly options: RabbitMqTransportOptions) {}
@@ -133,6 +135,10 @@ export class RabbitMqTransport implements MessagingTransport {
         return this.declareTopology(channel);
       },
     });
+    // amqp-connection-manager reports a failed setup (a topology the broker refuses) as an
+    // 'error' event: unheard, Node would end the process over it.
+    wrapper.on('error', (error: Error) => this.logger.error(`publisher channel setup failed: ${error.message}`));
+    wrapper.on('connect', () => (this.failedReplacements = 0));
     this.channel = wrapper;
     return wrapper;
   }
@@ -144,12 +150,16 @@ export class RabbitMqTransport implements MessagingTransport {
    * on the old channel fail and the relay retries them.
    */
   private replaceChannel(broken: ChannelWrapper): void {
+    // 0.1 s, then twice as long each time a new channel fails too (a setup the broker keeps
+    // refusing), up to 30 s; a channel that connects resets it.
+    const delayMs = Math.min(100 * 2 ** this.failedReplacements, 30_000);
+    this.failedReplacements++;
     const timer = setTimeout(() => {
       if (this.closing || this.channel !== broken || !this.connection) return;
       this.logger.warn(`channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`);
       this.openChannel();
       void broken.close().catch(() => undefined);
-    }, 100);
+    }, delayMs);
     timer.unref();
   }
 
