@@ -23,6 +23,10 @@ describe('PeriodicTask with drainInBatches', () => {
     await sleep(50);
     expect(batches).toBe(atStop); // nothing ran after stop() resolved, and no new run started
     expect(errors).toEqual([]);
+
+    task.start(5); // a stopped task can be started again
+    while (batches < atStop + 3) await sleep(5);
+    await task.stop();
   });
 
   it('drains until a short batch, or maxBatches, or an aborted signal', async () => {

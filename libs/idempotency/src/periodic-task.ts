@@ -7,7 +7,7 @@
 export class PeriodicTask {
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
-  private readonly stopping = new AbortController();
+  private stopping = new AbortController();
 
   constructor(
     private readonly work: (signal: AbortSignal) => Promise<unknown>,
@@ -15,6 +15,8 @@ export class PeriodicTask {
   ) {}
 
   start(intervalMs: number): void {
+    clearInterval(this.timer);
+    if (this.stopping.signal.aborted) this.stopping = new AbortController(); // started again after stop()
     this.timer = setInterval(() => {
       if (this.stopping.signal.aborted) return;
       this.running ??= this.work(this.stopping.signal)

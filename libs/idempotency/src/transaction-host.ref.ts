@@ -53,6 +53,9 @@ export class TransactionHostRef implements OnModuleInit {
     const manager = this.host.tx as EntityManager | undefined;
     const dataSource = manager?.connection;
     if (!dataSource || dataSource.options.type !== 'postgres') return undefined;
+    // The batched START and COMMIT inline their values with node-postgres's JavaScript client's
+    // escaping; pg-native has none, so it keeps the one-statement-at-a-time path.
+    if ((dataSource.options as { native?: boolean }).native) return undefined;
     const isolationLevel = (dataSource.options as { isolationLevel?: IsolationLevel }).isolationLevel;
     return { dataSource, isolationLevel };
   }

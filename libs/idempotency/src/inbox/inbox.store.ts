@@ -33,6 +33,9 @@ export class InboxStore {
    */
   async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
     const client = (await this.runner().connect()) as PostgresClient;
+    if (typeof client.escapeLiteral !== 'function') {
+      throw new Error("the inbox needs node-postgres's JavaScript client (pg); pg-native is not supported");
+    }
     const insert = inlineParameters(
       {
         text: `INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2)
@@ -50,7 +53,12 @@ export class InboxStore {
       if (isLockTimeout(error)) throw new MessageInFlightError(lockTimeoutMs);
       throw error;
     }
-    return results[1]?.rowCount === 1;
+    // Three statements, three results. Anything else must not pass for a duplicate, which the
+    // caller would acknowledge.
+    if (!Array.isArray(results) || results.length !== 3 || typeof results[1]?.rowCount !== 'number') {
+      throw new Error('the inbox claim returned an unexpected result');
+    }
+    return results[1].rowCount === 1;
   }
 
   /**

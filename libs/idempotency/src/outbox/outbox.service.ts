@@ -6,6 +6,12 @@ import { currentOperation } from '../current-operation';
 import { derivedMessageId } from './derived-message-id';
 import { type NewOutboxRow, OutboxStore } from './outbox.store';
 
+/**
+ * AMQP carries the exchange, the routing key and the message id as short strings (255 bytes at
+ * most), and the inbox refuses longer message ids on any transport.
+ */
+const MAX_SHORT_STRING_BYTES = 255;
+
 /** An event to publish once the current transaction commits. */
 export interface OutboxEvent {
   /** Where it goes: the exchange for RabbitMQ (a topic for other brokers). */
@@ -35,12 +41,6 @@ export interface PublishedEvent {
  * The transactional outbox: `publish()` writes the event in the caller's transaction, so it
  * exists exactly when the business change does. The relay sends it after the commit.
  */
-/**
- * AMQP carries the exchange, the routing key and the message id as short strings (255 bytes at
- * most), and the inbox refuses longer message ids on any transport.
- */
-const MAX_SHORT_STRING_BYTES = 255;
-
 @Injectable()
 export class Outbox {
   constructor(
