@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RabbitMqTransport } from 'nestjs-pg-idempotency';
-import { brokerUrl, describeWithBroker, sleep, TestBroker } from './support/broker';
+import { brokerUrl, describeWithBroker, sleep, TestBroker, uniqueQueue } from './support/broker';
 
 /** Collects what the library logs, by level. */
 class CapturingLogger implements LoggerService {
@@ -62,5 +62,61 @@ describeWithBroker('RabbitMqTransport: a topology the broker refuses', () => {
     // Reopened with a growing delay (0.1 s, 0.2 s, 0.4 s…): a handful in 3 s, not one every 100 ms.
     const reopened = logger.lines.filter((line) => /opening a new one/.test(line.message));
     expect(reopened.length).toBeLessThanOrEqual(6);
+  });
+});
+
+/** `mandatory`: an event no queue receives must not be confirmed and dropped in silence. */
+describeWithBroker('RabbitMqTransport: mandatory publishes', () => {
+  let broker: TestBroker;
+  let exchange: string;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    exchange = `test.mandatory.${randomUUID().slice(0, 8)}`;
+    await broker.channel.assertExchange(exchange, 'topic', { durable: true });
+  });
+  afterAll(async () => {
+    await broker?.channel.deleteExchange(exchange).catch(() => undefined);
+    await broker?.close();
+  });
+
+  const eventFor = (routingKey: string) => ({
+    messageId: randomUUID(),
+    exchange,
+    routingKey,
+    payload: { probe: routingKey },
+    headers: {},
+    createdAt: new Date(),
+    attempts: 0,
+  });
+
+  it('fails a publish that no queue receives, and delivers it once a queue is bound', async () => {
+    const transport = new RabbitMqTransport({ url: brokerUrl(), mandatory: true });
+    await transport.start();
+    try {
+      const event = eventFor('payment.captured');
+      await expect(transport.publish(event)).rejects.toThrow(/unroutable/);
+
+      const queue = await broker.queue(uniqueQueue('mandatory'), [{ exchange, routingKey: 'payment.*' }]);
+      await transport.publish({ ...event, attempts: 1 });
+      const delivered = await broker.take(queue, (message) => message.messageId === event.messageId);
+      expect(delivered.body).toEqual({ probe: 'payment.captured' });
+      // The channel survived the return: the next publish goes through as well.
+      const next = eventFor('payment.refunded');
+      await transport.publish(next);
+      await broker.take(queue, (message) => message.messageId === next.messageId);
+    } finally {
+      await transport.close();
+    }
+  });
+
+  it("confirms an unroutable publish without it, as AMQP does: the broker drops the event", async () => {
+    const transport = new RabbitMqTransport({ url: brokerUrl() });
+    await transport.start();
+    try {
+      await expect(transport.publish(eventFor('nobody.listens'))).resolves.toBeUndefined();
+    } finally {
+      await transport.close();
+    }
   });
 });

@@ -24,6 +24,13 @@ export interface RabbitMqTransportOptions {
   topology?: RabbitMqTopology;
   /** Dead-letter queue per consumer name; default `<consumer>.dead`. Declared durable before use. */
   deadLetterQueues?: Record<string, string>;
+  /**
+   * Publishes outbox rows as `mandatory`: one that no queue receives (no binding matches its
+   * routing key) comes back from the broker, fails, and stays pending for the relay to retry with
+   * backoff, instead of being confirmed and dropped. Default false, AMQP's usual: an event with
+   * no subscriber yet is nobody's loss.
+   */
+  mandatory?: boolean;
   /** A publish not confirmed within this time fails (the relay retries it). Default 10000 ms. */
   publishTimeoutMs?: number;
   /** How long `start()` waits for the first connection before going on. Default 10000 ms. */
@@ -45,6 +52,8 @@ export class RabbitMqTransport implements MessagingTransport {
   private channel?: ChannelWrapper;
   private readonly declaredQueues = new Set<string>();
   private lastChannelError?: string;
+  /** Message ids of mandatory publishes the broker returned as unroutable, until their confirm. */
+  private readonly returned = new Set<string>();
   /** Channels replaced in a row without one connecting: the next replacement waits longer. */
   private failedReplacements = 0;
   private closing = false;
@@ -78,7 +87,9 @@ export class RabbitMqTransport implements MessagingTransport {
   }
 
   async publish(message: OutboxMessage): Promise<void> {
+    const mandatory = this.options.mandatory === true;
     const options: Options.Publish = {
+      mandatory,
       messageId: message.messageId,
       contentType: 'application/json',
       persistent: true,
@@ -94,9 +105,14 @@ export class RabbitMqTransport implements MessagingTransport {
         options,
       );
     } catch (error) {
+      this.returned.delete(message.messageId);
       const reason = this.lastChannelError;
       this.lastChannelError = undefined;
       throw reason ? new Error(`${error instanceof Error ? error.message : String(error)}: ${reason}`) : error;
+    }
+    // The broker sends basic.return before the confirm of the same message, so it is known here.
+    if (mandatory && this.returned.delete(message.messageId)) {
+      throw new Error(`unroutable: no queue is bound to exchange "${message.exchange}" for "${message.routingKey}"`);
     }
   }
 
@@ -126,6 +142,10 @@ export class RabbitMqTransport implements MessagingTransport {
           // the failed publish itself just says "channel closed".
           this.lastChannelError = error.message;
           failed = true;
+        });
+        channel.on('return', (returned: ConsumeMessage) => {
+          const id = returned.properties.messageId as string | undefined;
+          if (id !== undefined) this.returned.add(id);
         });
         channel.once('close', () => {
           if (failed) this.replaceChannel(wrapper);
