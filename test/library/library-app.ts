@@ -22,6 +22,11 @@ export class Effects {
     return row.id;
   }
 
+  /** A statement that fails, its error swallowed: the transaction is aborted from here on. */
+  async failQuietly(): Promise<void> {
+    await this.txHost.tx.query('SELECT 1 / 0').catch(() => undefined);
+  }
+
   lockTimeout(): Promise<{ lock_timeout: string }[]> {
     return this.txHost.tx.query('SHOW lock_timeout');
   }
@@ -135,6 +140,15 @@ export class LibraryTestController {
   async redirect(@Body() body: ThingDto, @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void }) {
     const id = await this.effects.record('redirect', body.tag);
     res.setHeader('location', `/things/${id}`);
+  }
+
+  /** A handler that swallows a database error and answers as if all went well. */
+  @Post('swallowed-error')
+  @Idempotent()
+  async swallowedError(@Body() body: ThingDto) {
+    const id = await this.effects.record('swallowed-error', body.tag);
+    await this.effects.failQuietly();
+    return { id };
   }
 
   /** The handler's lock_timeout: the claim's bound must not leak into it. */

@@ -135,6 +135,35 @@ describe('atomic transactions opened by the library (the default)', () => {
   });
 });
 
+describe('atomic transactions: a batch that fails before its PREPARE ran', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    // A fresh pool: its connections have prepared nothing yet.
+    ({ app, dataSource } = await libraryApp({ infrastructure: { poolSize: 2 } }));
+  });
+  afterAll(() => app.close());
+
+  it('prepares the record again on that connection: the next request is not broken by it', async () => {
+    // The handler swallowed an error, so the transaction is aborted when the COMMIT batch, with
+    // the record's first PREPARE, arrives: the PREPARE never runs, and the request fails.
+    const swallowed = tag();
+    await request(app.getHttpServer()).post('/swallowed-error').set('idempotency-key', randomUUID()).send({ tag: swallowed }).expect(500);
+    expect(await effects(dataSource, swallowed)).toEqual([]);
+
+    // The same connection (the pool hands out the one released last) must prepare the record
+    // again, not EXECUTE a statement the session never got.
+    const t = tag();
+    const k = randomUUID();
+    const sent = await queriesDuring(() =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t }).expect(201),
+    );
+    expect(sent[sent.length - 1]).toMatch(/^PREPARE idempotency_record_[0-9a-f]{8} AS /);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
+  });
+});
+
 describe('atomic transactions under a DataSource isolation level', () => {
   let app: INestApplication;
   let dataSource: DataSource;

@@ -11,6 +11,8 @@ export interface InfrastructureOptions {
   isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
   /** The adapter's options for every transaction it opens. */
   defaultTxOptions?: { isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' };
+  /** Connections in the pool (node-postgres's default, 10, when unset). */
+  poolSize?: number;
 }
 
 /**
@@ -24,6 +26,7 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       url: databaseUrl(),
       migrations: paymentsApiMigrations,
       isolationLevel: options.isolationLevel,
+      ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
     }),
     ClsModule.forRoot({
       global: true,

@@ -124,7 +124,7 @@ export class BatchedTransaction {
         const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
         this.afterStart = undefined;
         this.isolationLevelSent = level !== '';
-        const send = () => client.query(`START TRANSACTION${level};\n${this.render(client, statements)}`);
+        const send = () => this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
         const results = await send()
           .catch(async (error: unknown) => {
             if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
@@ -149,13 +149,28 @@ export class BatchedTransaction {
       if (text === 'COMMIT' && this.beforeCommit !== undefined) {
         const { statements, failure } = this.beforeCommit;
         this.beforeCommit = undefined;
-        await client.query(`${this.render(client, statements)};\nCOMMIT`).catch((error: unknown) => {
+        await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch((error: unknown) => {
+          // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
+          // fails, the next one on this connection prepares them again.
+          if (this.prepared && sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.prepared.forget(client);
           throw failure(error);
         });
         return [];
       }
       return original(text, parameters, structured);
     }) as QueryRunner['query'];
+  }
+
+  /** Sends one batch; tells `prepared` whether the PREPAREs rendered into it ran. */
+  private async sendBatch(client: PostgresClient, text: string): Promise<PostgresResult | PostgresResult[]> {
+    try {
+      const results = await client.query(text);
+      this.prepared?.settle(client, true);
+      return results;
+    } catch (error) {
+      this.prepared?.settle(client, false);
+      throw error;
+    }
   }
 
   /** Statements as one simple-protocol text: named ones as EXECUTE when `prepared` is on. */

@@ -12,6 +12,8 @@ import { type EscapeLiteral, executeStatement, inlineParameters, type SqlStateme
  */
 export class PreparedStatements {
   private readonly byConnection = new WeakMap<object, Map<string, string>>();
+  /** Names whose PREPARE went out in a batch not yet known to have run, per connection. */
+  private readonly unconfirmed = new WeakMap<object, Set<string>>();
 
   /** The text that runs `statement` on `connection`, with the PREPARE it needs the first time. */
   render(connection: object, statement: SqlStatement, escape: EscapeLiteral): string {
@@ -24,15 +26,37 @@ export class PreparedStatements {
     const existing = prepared.get(statement.name);
     if (existing) return executeStatement(existing, statement.values, escape);
     const preparedName = `idempotency_${statement.name}_${randomBytes(4).toString('hex')}`;
-    // Counted as prepared before the server answers: if the batch fails, the next EXECUTE either
-    // works (the PREPARE ran) or fails with 26000, and `forget` starts over with new names.
+    // Counted as prepared at once, but unconfirmed until its batch succeeds (`settle`).
     prepared.set(statement.name, preparedName);
+    let pending = this.unconfirmed.get(connection);
+    if (!pending) {
+      pending = new Set();
+      this.unconfirmed.set(connection, pending);
+    }
+    pending.add(statement.name);
     return `PREPARE ${preparedName} AS ${statement.text};\n${executeStatement(preparedName, statement.values, escape)}`;
+  }
+
+  /**
+   * After a batch: its PREPAREs ran when it succeeded. When it failed they may not have (a
+   * statement before them failed, the transaction was already aborted), so those names are
+   * prepared again, under new names, on next use: an EXECUTE of a statement the session never
+   * got would fail every later request on this connection.
+   */
+  settle(connection: object, succeeded: boolean): void {
+    const pending = this.unconfirmed.get(connection);
+    if (!pending || pending.size === 0) return;
+    if (!succeeded) {
+      const prepared = this.byConnection.get(connection);
+      for (const name of pending) prepared?.delete(name);
+    }
+    pending.clear();
   }
 
   /** The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use. */
   forget(connection: object): void {
     this.byConnection.delete(connection);
+    this.unconfirmed.delete(connection);
   }
 }
 
