@@ -16,7 +16,7 @@ describe('parseIdempotencyKey', () => {
   it('reads the bare and the structured-field (quoted) forms as the same key', () => {
     fc.assert(
       fc.property(printable, (key) => {
-        fc.pre(!key.startsWith('"'));
+        fc.pre(!key.startsWith('"') && !key.includes(','));
         expect(parse(key)).toBe(key);
         expect(parse(quote(key))).toBe(key);
       }),
@@ -43,6 +43,12 @@ describe('parseIdempotencyKey', () => {
 
   it('rejects a header sent twice', () => {
     expect(() => parse(['a', 'b'])).toThrow(IdempotencyRejection);
+  });
+
+  it('rejects a header sent twice as Node delivers it, joined into one value, in both forms', () => {
+    expect(() => parse('k1, k1')).toThrow(/must appear once/);
+    expect(() => parse('"k1", "k1"')).toThrow(IdempotencyRejection);
+    expect(parse('"k1, k1"')).toBe('k1, k1'); // a comma in a key: quoted, it is one key
   });
 
   it('accepts exactly the configured length', () => {

@@ -21,6 +21,11 @@ export function parseIdempotencyKey(
   if (!PRINTABLE_ASCII.test(value)) {
     throw IdempotencyRejection.malformedKey(headerName, 'must contain printable ASCII only');
   }
+  // Node joins a header sent twice into one value, `k1, k1`: in the bare form a comma can only
+  // mean that. A key with a comma must be sent quoted.
+  if (!value.startsWith('"') && value.includes(',')) {
+    throw IdempotencyRejection.malformedKey(headerName, 'must appear once (a key with a comma must be quoted)');
+  }
   const key = value.startsWith('"') ? unquoteStructuredString(value, headerName) : value;
   if (key.length === 0) throw IdempotencyRejection.malformedKey(headerName, 'must not be empty');
   if (key.length > maxLength) {
