@@ -142,6 +142,15 @@ export class LibraryTestController {
     res.setHeader('location', `/things/${id}`);
   }
 
+  /** A handler that takes its time after its write: its twin meets the uncommitted claim. */
+  @Post('slow')
+  @Idempotent()
+  async slow(@Body() body: ThingDto) {
+    const id = await this.effects.record('slow', body.tag);
+    await new Promise((done) => setTimeout(done, 300));
+    return { id };
+  }
+
   /** A handler that swallows a database error and answers as if all went well. */
   @Post('swallowed-error')
   @Idempotent()

@@ -64,6 +64,30 @@ async function libraryApp(options: { module?: { preparedStatements?: boolean }; 
   return createLibraryApp(IdempotencyModule.forRoot({ replayCache: false, ...options.module }), undefined, options.infrastructure);
 }
 
+/**
+ * Two requests with one key, the second sent while the first holds its uncommitted claim: the
+ * second waits, then gets the replay (READ COMMITTED) or a 409 with Retry-After (a stricter
+ * level, where PostgreSQL answers the wait with a serialization failure), never a 500. The
+ * effect happens once either way.
+ */
+async function duplicateMeetsRunningTwin(app: INestApplication, dataSource: DataSource): Promise<void> {
+  const t = tag();
+  const k = randomUUID();
+  const send = () => request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
+  const first = send().then((res) => res);
+  await new Promise((done) => setTimeout(done, 100));
+  const answers = await Promise.all([first, send().then((res) => res)]);
+  // Which of the two claimed first is the machine's business; the other met it running.
+  const original = answers.find((res) => res.status === 201);
+  const other = answers.find((res) => res !== original);
+  expect(original).toBeDefined();
+  if (other?.status === 201) expect(other.text).toBe(original?.text);
+  else expect({ status: other?.status, retryAfter: other?.headers['retry-after'] }).toEqual({ status: 409, retryAfter: expect.any(String) });
+  expect(await effects(dataSource, t)).toEqual(['slow']);
+  const later = await send().expect(201);
+  expect(later.text).toBe(original?.text);
+}
+
 /** A user's own transaction around every request, opened before the idempotency interceptor. */
 @Injectable()
 class TransactionPerRequest implements NestInterceptor {
@@ -186,6 +210,8 @@ describe('atomic transactions under a DataSource isolation level', () => {
     expect(sent.some((query) => query.startsWith('SET TRANSACTION'))).toBe(false);
     expect(await effects(dataSource, t)).toEqual(['isolation']);
   });
+
+  it('answers a duplicate that waited on its running twin with a 409, not a 500', () => duplicateMeetsRunningTwin(app, dataSource));
 });
 
 describe.each([
@@ -235,6 +261,9 @@ describe.each([
     expect(await effects(dataSource, t)).toEqual([]);
     expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
   });
+
+  it('answers a duplicate that waited on its running twin with the replay or a 409, not a 500', () =>
+    duplicateMeetsRunningTwin(app, dataSource));
 });
 
 describe('atomic transactions with preparedStatements: false', () => {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredResponse } from './idempotency.options';
-import { ClaimLockTimeoutError, isLockTimeout, sqlState } from './postgres-errors';
+import { ClaimLockTimeoutError, ClaimSerializationError, isLockTimeout, isSerializationFailure, sqlState } from './postgres-errors';
 import type { SqlStatement } from './sql-literals';
 import { TransactionHostRef } from './transaction-host.ref';
 
@@ -129,9 +129,14 @@ export class IdempotencyKeyStore {
     return { claimed: false, existing: toExistingKey(row) };
   }
 
-  /** A claim statement's error as the caller must see it: a lock timeout is the 409 case. */
+  /**
+   * A claim statement's error as the caller must see it: a lock timeout, or the serialization
+   * failure of a stricter isolation level after the twin committed, are the 409 cases.
+   */
   claimFailure(error: unknown): unknown {
-    return isLockTimeout(error) ? new ClaimLockTimeoutError() : error;
+    if (isLockTimeout(error)) return new ClaimLockTimeoutError();
+    if (isSerializationFailure(error)) return new ClaimSerializationError();
+    return error;
   }
 
   /**

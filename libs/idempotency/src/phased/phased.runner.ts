@@ -10,7 +10,7 @@ import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { ClaimLockTimeoutError } from '../postgres-errors';
+import { ClaimLockTimeoutError, ClaimSerializationError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { IdempotentPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
@@ -94,6 +94,7 @@ export class PhasedRunner implements IdempotentRunner {
         lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
       } catch (error) {
         if (error instanceof ClaimLockTimeoutError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
+        if (error instanceof ClaimSerializationError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };
