@@ -188,6 +188,57 @@ describe('atomic transactions: a batch that fails before its PREPARE ran', () =>
   });
 });
 
+/**
+ * The app's transaction around the request, which fails after the handler returned the first
+ * time each key is seen (a deferred constraint, a serialization failure at COMMIT, a later
+ * interceptor throwing): the request's writes and its key roll back with it.
+ */
+@Injectable()
+class TransactionFailingOnce implements NestInterceptor {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  intercept(context: ExecutionContext, next: CallHandler) {
+    const key = String(context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['idempotency-key']);
+    return from(
+      this.txHost.withTransaction(async () => {
+        const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
+        if (!this.seen.has(key)) {
+          this.seen.add(key);
+          throw new Error('the outer transaction failed after the handler');
+        }
+        return result;
+      }),
+    );
+  }
+}
+
+describe('atomic requests inside an app transaction that rolls back, with the replay cache on', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
+      nest.useGlobalInterceptors(new TransactionFailingOnce(nest.get(TransactionHost))),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('does not replay from memory a response whose transaction never committed', async () => {
+    const t = tag();
+    const k = randomUUID();
+    const send = () => request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t });
+    await send().expect(500);
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(await keyRow(dataSource, k)).toBeUndefined();
+
+    // Nothing was written: the retry must run the handler, not get the first answer from memory.
+    await send().expect(201);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
+  });
+});
+
 describe('atomic transactions under a DataSource isolation level', () => {
   let app: INestApplication;
   let dataSource: DataSource;

@@ -24,6 +24,7 @@ import type { IdempotentRequest } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { wireBody } from './stored-response';
+import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -46,6 +47,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly adapterHost: HttpAdapterHost,
     private readonly events: IdempotencyEvents,
     private readonly cache: CompletedResponseCache,
+    private readonly transactions: TransactionHostRef,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -74,6 +76,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
         report('replayed', cached.response.statusCode);
         return await this.replay(context, request, cached.response);
       }
+      // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
+      // back: that transaction may still roll back, so only the database may replay it.
+      const joinsTransaction = this.transactions.host.isTransactionActive();
       const outcome = await (route.phased ? this.phased : this.atomic).run(request);
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
@@ -81,8 +86,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
         report('replayed', outcome.response.statusCode);
         return await this.replay(context, request, outcome.response);
       }
-      const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
-      this.cache.set(request.id, request.requestHash, outcome.response, ttlSeconds * 1000);
+      if (!joinsTransaction) {
+        const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
+        this.cache.set(request.id, request.requestHash, outcome.response, ttlSeconds * 1000);
+      }
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
     } catch (error) {
