@@ -42,6 +42,27 @@ describe('bodyWithDefaults', () => {
     expect(JSON.stringify(withDefaults({ name: 'a' }))).toBe(JSON.stringify(body));
   });
 
+  it('leaves out defaults read from the clock as strings or numbers, though two quick creations agree', () => {
+    class Stamped {
+      name!: string;
+      requestedAt: string = new Date().toISOString();
+      receivedAtMs: number = Date.now();
+      version: string = 'v1';
+    }
+    @Controller()
+    class StampedController {
+      @Post()
+      create(@Body() body: Stamped): Stamped {
+        return body;
+      }
+    }
+    const stamped = new StampedController();
+    const hashed = bodyWithDefaults(stamped, stamped.create as never, { name: 'a' }) as Record<string, unknown>;
+    expect(hashed).not.toHaveProperty('requestedAt');
+    expect(hashed).not.toHaveProperty('receivedAtMs');
+    expect(hashed).toEqual(expect.objectContaining({ name: 'a', version: 'v1' }));
+  });
+
   it('keeps such a field when the client sent it', () => {
     expect(withDefaults({ name: 'a', nonce: 'n1' })).toEqual(expect.objectContaining({ nonce: 'n1' }));
   });

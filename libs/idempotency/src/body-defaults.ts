@@ -33,8 +33,9 @@ function bodyType(controller: object, handler: Handler): ClassType | null {
 
 /**
  * The fields of `type` whose default differs between two creations (a timestamp, a random id):
- * found once per class. A Date default counts as one even when two creations fall in the same
- * millisecond.
+ * found once per class. The second creation waits for the clock's next millisecond, so a
+ * default read from it (`Date.now()`, `new Date().toISOString()`) differs too; a Date default
+ * counts as one in any case.
  */
 const unstableDefaults = new WeakMap<ClassType, readonly string[]>();
 
@@ -42,12 +43,22 @@ function unstableDefaultsOf(type: ClassType): readonly string[] {
   const known = unstableDefaults.get(type);
   if (known) return known;
   const first = plainToInstance(type, {}) as Record<string, unknown>;
+  waitForNextMillisecond();
   const second = plainToInstance(type, {}) as Record<string, unknown>;
   const unstable = Object.keys(first).filter(
     (field) => first[field] instanceof Date || JSON.stringify(first[field]) !== JSON.stringify(second[field]),
   );
   unstableDefaults.set(type, unstable);
   return unstable;
+}
+
+/** Spins until `Date.now()` moves on: at most a millisecond, once per DTO class. */
+function waitForNextMillisecond(): void {
+  const start = Date.now();
+  const deadline = performance.now() + 5; // a clock that does not move (frozen by a test) ends it too
+  while (Date.now() === start && performance.now() < deadline) {
+    // spin
+  }
 }
 
 /**
