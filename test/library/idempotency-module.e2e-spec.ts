@@ -181,6 +181,30 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     expect(res.body).toEqual({ lockTimeout: '0' });
   });
 
+  it.each([
+    ['JSON text JavaScript numbers cannot hold', '/json-text', /^\{"id":\d+,"big":12345678901234567890,"amount":1\.50\}$/],
+    ['text under a JSON content type that is no JSON', '/json-text?invalid=1', /^not json \{\d+$/],
+  ])('sends %s exactly as the handler returned it, first and on the replay', async (_label, path, exact) => {
+    const k = key();
+    const t = tag();
+    // Read as text: the client must not try to parse what is no JSON.
+    const send = () =>
+      post(path, { tag: t }, { 'idempotency-key': k })
+        .buffer(true)
+        .parse((res, done) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          res.on('end', () => done(null, text));
+        })
+        .expect(201);
+    const first = await send();
+    const again = await send();
+    expect(first.body).toMatch(exact); // the text, as the parser above read it
+    expect(again.body).toBe(first.body);
+    expect(first.headers['content-type']).toMatch(/^application\/json/);
+    expect(await effects(dataSource, t)).toEqual(['json-text']);
+  });
+
   it('keeps a content type the handler set, on the first answer and on the replay', async () => {
     const k = key();
     const t = tag();

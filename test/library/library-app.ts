@@ -192,6 +192,18 @@ export class LibraryTestController {
     return new Account(id, `${body.tag}@example.com`, 'SECRET-HASH');
   }
 
+  /**
+   * JSON text the handler serialised itself (from the database's `row_to_json`, say): a number
+   * JavaScript cannot hold, a trailing zero, or no JSON at all (`?invalid`). Sent as is.
+   */
+  @Post('json-text')
+  @Header('Content-Type', 'application/json')
+  @Idempotent()
+  async jsonText(@Body() body: ThingDto, @Query('invalid') invalid?: string) {
+    const id = await this.effects.record('json-text', body.tag);
+    return invalid ? `not json {${id}` : `{"id":${id},"big":12345678901234567890,"amount":1.50}`;
+  }
+
   /** A vendor JSON type set by the handler is kept. */
   @Post('vendor-json')
   @Header('Content-Type', 'application/vnd.api+json')

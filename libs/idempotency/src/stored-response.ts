@@ -84,13 +84,25 @@ export function captureFailure(
  * What the interceptor hands on to the interceptors around it and to the router: the parsed
  * value for a JSON body (so they see a value, as from any handler; Express and Fastify turn it
  * back into exactly the stored bytes, as JSON.stringify(JSON.parse(s)) === s for the output of
- * JSON.stringify), the text otherwise, nothing at all when nothing was stored.
+ * JSON.stringify), the text otherwise, nothing at all when nothing was stored. JSON text the
+ * handler wrote itself goes out as text unless that round trip gives it back unchanged: a
+ * number JavaScript cannot hold, `1.50` or text that is no JSON at all must reach the client as
+ * the handler wrote it, not re-serialised (or failing after the commit).
  */
 export function wireBody(stored: StoredResponse): unknown {
   const contentType = String(stored.headers['content-type'] ?? '');
   if (stored.body.length === 0 && !contentType) return undefined;
   const text = stored.body.toString('utf8');
-  return /[/+]json\b/.test(contentType) && text.length > 0 ? JSON.parse(text) : text;
+  if (!/[/+]json\b/.test(contentType) || text.length === 0) return text;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  // A string value would be sent as bare text by the router: only objects, arrays and the
+  // other literals come back to the same bytes through it.
+  return typeof value !== 'string' && JSON.stringify(value) === text ? value : text;
 }
 
 function pickHeaders(response: HttpResponseLike, names: readonly string[]): Record<string, string | string[]> {
