@@ -87,8 +87,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return await this.replay(context, request, outcome.response);
       }
       if (!joinsTransaction) {
-        const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
-        this.cache.set(request.id, request.requestHash, outcome.response, ttlSeconds * 1000);
+        // The row expires its time to live after the claim, not after this slow or quick answer.
+        const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
+        this.cache.set(request.id, request.requestHash, outcome.response, ttlMs - (performance.now() - started));
       }
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
