@@ -63,6 +63,26 @@ describe('bodyWithDefaults', () => {
     expect(hashed).toEqual(expect.objectContaining({ name: 'a', version: 'v1' }));
   });
 
+  it('does not hang when the clock is frozen (fake timers in a test)', () => {
+    class Frozen {
+      at: number = Date.now();
+    }
+    @Controller()
+    class FrozenController {
+      @Post()
+      create(@Body() body: Frozen): Frozen {
+        return body;
+      }
+    }
+    const frozen = new FrozenController();
+    jest.useFakeTimers();
+    try {
+      expect(bodyWithDefaults(frozen, frozen.create as never, {})).toEqual({ at: expect.any(Number) });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('keeps such a field when the client sent it', () => {
     expect(withDefaults({ name: 'a', nonce: 'n1' })).toEqual(expect.objectContaining({ nonce: 'n1' }));
   });
