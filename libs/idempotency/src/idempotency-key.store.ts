@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredResponse } from './idempotency.options';
-import { ClaimLockTimeoutError, ClaimSerializationError, isLockTimeout, isSerializationFailure, sqlState } from './postgres-errors';
+import { ClaimConflictError, isLockTimeout, isSerializationFailure, sqlState } from './postgres-errors';
 import type { SqlStatement } from './sql-literals';
 import { TransactionHostRef } from './transaction-host.ref';
 
@@ -134,8 +134,8 @@ export class IdempotencyKeyStore {
    * failure of a stricter isolation level after the twin committed, are the 409 cases.
    */
   claimFailure(error: unknown): unknown {
-    if (isLockTimeout(error)) return new ClaimLockTimeoutError();
-    if (isSerializationFailure(error)) return new ClaimSerializationError();
+    if (isLockTimeout(error)) return new ClaimConflictError(true);
+    if (isSerializationFailure(error)) return new ClaimConflictError(false);
     return error;
   }
 

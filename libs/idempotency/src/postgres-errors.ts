@@ -20,24 +20,19 @@ export function sqlState(error: unknown): string | undefined {
 }
 
 /**
- * The claim itself waited `lock_timeout` behind an uncommitted twin. Only this becomes a 409:
- * a lock timeout inside the handler is the handler's own failure.
+ * The claim met a twin with the same key, and only the claim's own error becomes a 409 (a lock
+ * timeout inside the handler is the handler's failure). Either it waited `lock_timeout` behind
+ * the uncommitted twin (`lockTimeout`), or the twin committed while it waited under an isolation
+ * level stricter than READ COMMITTED, where this transaction may not read the twin's row: the
+ * retry, in a new transaction, gets the replay.
  */
-export class ClaimLockTimeoutError extends Error {
-  constructor() {
-    super('the claim timed out waiting for a concurrent request with the same key');
-    this.name = 'ClaimLockTimeoutError';
-  }
-}
-
-/**
- * The claim waited on a twin that committed, under an isolation level stricter than READ
- * COMMITTED: this transaction may not read the twin's row. A 409 with Retry-After; the retry,
- * in a new transaction, gets the replay.
- */
-export class ClaimSerializationError extends Error {
-  constructor() {
-    super('the claim met a concurrent request with the same key that committed meanwhile');
-    this.name = 'ClaimSerializationError';
+export class ClaimConflictError extends Error {
+  constructor(readonly lockTimeout: boolean) {
+    super(
+      lockTimeout
+        ? 'the claim timed out waiting for a concurrent request with the same key'
+        : 'the claim met a concurrent request with the same key that committed meanwhile',
+    );
+    this.name = 'ClaimConflictError';
   }
 }

@@ -9,7 +9,7 @@ import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
 import { type ClaimResult, IdempotencyKeyStore, SAVEPOINT_STATEMENTS } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { ClaimLockTimeoutError, ClaimSerializationError } from '../postgres-errors';
+import { ClaimConflictError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { BatchedTransaction } from './batched-transaction';
 import { PreparedStatements } from './prepared-statements';
@@ -51,13 +51,9 @@ export class AtomicRunner implements IdempotentRunner {
     try {
       return await this.inTransaction(request);
     } catch (error) {
-      if (error instanceof ClaimLockTimeoutError) {
-        this.logger.debug(`key ${label} is held by a running request (lock timeout)`);
-        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
-      }
-      if (error instanceof ClaimSerializationError) {
-        this.logger.debug(`key ${label} was completed by a concurrent request (serialization failure)`);
-        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      if (error instanceof ClaimConflictError) {
+        this.logger.debug(`key ${label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`);
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
       }
       if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
         this.logger.debug(`key ${label} released after a transient failure`);

@@ -10,7 +10,7 @@ import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { ClaimLockTimeoutError, ClaimSerializationError } from '../postgres-errors';
+import { ClaimConflictError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { IdempotentPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
@@ -93,8 +93,7 @@ export class PhasedRunner implements IdempotentRunner {
       try {
         lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
       } catch (error) {
-        if (error instanceof ClaimLockTimeoutError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
-        if (error instanceof ClaimSerializationError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+        if (error instanceof ClaimConflictError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };
