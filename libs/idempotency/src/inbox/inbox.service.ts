@@ -2,13 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { bindCurrentOperation } from '../current-operation';
-import { MESSAGING_OPTIONS } from '../messaging/messaging.constants';
+import { MAX_SHORT_STRING_BYTES, MESSAGING_OPTIONS } from '../messaging/messaging.constants';
 import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import { MissingMessageIdError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
-
-/** AMQP's `message-id` is a short string: 255 bytes at most. */
-const MAX_MESSAGE_ID_BYTES = 255;
 
 export type InboxOutcome<T> =
   | { status: 'applied'; messageId: string; result: T }
@@ -63,8 +60,8 @@ export class Inbox {
 function usableMessageId(messageId: string | undefined): string {
   if (messageId === undefined) throw new MissingMessageIdError('none was sent');
   if (messageId.trim() === '') throw new MissingMessageIdError('it is empty');
-  if (Buffer.byteLength(messageId, 'utf8') > MAX_MESSAGE_ID_BYTES) {
-    throw new MissingMessageIdError(`it is longer than ${MAX_MESSAGE_ID_BYTES} bytes`);
+  if (Buffer.byteLength(messageId, 'utf8') > MAX_SHORT_STRING_BYTES) {
+    throw new MissingMessageIdError(`it is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
   }
   return messageId;
 }

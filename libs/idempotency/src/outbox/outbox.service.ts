@@ -3,14 +3,9 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { currentOperation } from '../current-operation';
+import { MAX_SHORT_STRING_BYTES } from '../messaging/messaging.constants';
 import { derivedMessageId } from './derived-message-id';
 import { type NewOutboxRow, OutboxStore } from './outbox.store';
-
-/**
- * AMQP carries the exchange, the routing key and the message id as short strings (255 bytes at
- * most), and the inbox refuses longer message ids on any transport.
- */
-const MAX_SHORT_STRING_BYTES = 255;
 
 /** An event to publish once the current transaction commits. */
 export interface OutboxEvent {
