@@ -6,13 +6,15 @@ export const IdempotencyProblemType = {
   malformedKey: 'urn:idempotency:malformed-key',
   keyInUse: 'urn:idempotency:key-in-use',
   keyReused: 'urn:idempotency:key-reused',
+  databaseUnavailable: 'urn:idempotency:database-unavailable',
 } as const;
 
 /**
  * A request the library answers itself, before or instead of the handler. Status codes
- * follow the IETF httpapi Idempotency-Key draft: 400, 409 and 422.
+ * follow the IETF httpapi Idempotency-Key draft: 400, 409 and 422; and 503 when the database
+ * cannot be reached.
  */
-export type RejectionReason = 'rejected_key' | 'in_progress' | 'lock_timeout' | 'fingerprint_mismatch';
+export type RejectionReason = 'rejected_key' | 'in_progress' | 'lock_timeout' | 'fingerprint_mismatch' | 'released';
 
 export class IdempotencyRejection extends Error {
   constructor(
@@ -59,6 +61,23 @@ export class IdempotencyRejection extends Error {
         title: 'Idempotency key in use',
         status: 409,
         detail: 'A request with this key is still being processed. Retry later.',
+      },
+      { 'retry-after': String(retryAfterSeconds) },
+    );
+  }
+
+  /**
+   * 503: the database could not be reached (see `isDatabaseUnavailable`). Nothing is claimed
+   * unless its commit was cut off, and then the retry replays it: either way the client retries.
+   */
+  static databaseUnavailable(retryAfterSeconds: number): IdempotencyRejection {
+    return new IdempotencyRejection(
+      'released',
+      {
+        type: IdempotencyProblemType.databaseUnavailable,
+        title: 'Database unavailable',
+        status: 503,
+        detail: 'The database could not be reached. Retry with the same key later: nothing of this request will be done twice.',
       },
       { 'retry-after': String(retryAfterSeconds) },
     );

@@ -14,19 +14,26 @@ import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { keyLabel, requestFingerprint } from './fingerprint';
 import { UnstoredOutcome } from './handler-outcome';
-import { headerValue, httpRequest, httpResponse, routePattern } from './http-exchange';
-import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_ROUTE } from './idempotency.constants';
+import { headerValue, type HttpRequestLike, httpRequest, httpResponse, routePattern } from './http-exchange';
+import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
-import type { IdempotentOptions, StoredResponse } from './idempotency.options';
+import type { StoredResponse } from './idempotency.options';
 import { parseIdempotencyKey } from './idempotency-key.parser';
-import type { IdempotentRequest } from './idempotent-request';
+import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
+import { isDatabaseUnavailable } from './postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
+import { type Flight, InFlightKeys } from './replay/in-flight-keys';
+import { keyIdentity } from './replay/key-identity';
+import { type RouteOptions, routeOptions } from './route-options';
 import { wireBody } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Requests an idempotency run has taken on; weak, so a finished request leaves no trace. */
+const RUNNING = new WeakSet<object>();
 
 // Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
 const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
@@ -47,28 +54,39 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly adapterHost: HttpAdapterHost,
     private readonly events: IdempotencyEvents,
     private readonly cache: CompletedResponseCache,
+    private readonly inFlight: InFlightKeys,
     private readonly transactions: TransactionHostRef,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const route = this.reflector.getAllAndOverride<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, [
-      context.getHandler(),
-      context.getClass(),
-    ]);
-    if (!route || context.getType() !== 'http') return next.handle();
+    if (context.getType() !== 'http') return next.handle();
+    const route = routeOptions(this.reflector, context.getClass(), context.getHandler() as never);
+    if (!route) return next.handle();
+    const request = httpRequest(context);
     // Safe methods are idempotent by HTTP semantics: a class-level @Idempotent() leaves them be.
-    if (SAFE_METHODS.has(httpRequest(context).method.toUpperCase())) return next.handle();
-    return defer(() => this.handle(context, next, route));
+    if (SAFE_METHODS.has(request.method.toUpperCase())) return next.handle();
+    // The decorator on a class and on its method, or a global interceptor beside it, attach this
+    // interceptor twice: the inner one would find the outer one's claim and answer 409 for ever.
+    if (RUNNING.has(request)) return next.handle();
+    RUNNING.add(request);
+    return defer(() => this.handle(context, next, route, request));
   }
 
-  private async handle(context: ExecutionContext, next: CallHandler, route: IdempotentOptions): Promise<unknown> {
+  private async handle(
+    context: ExecutionContext,
+    next: CallHandler,
+    route: RouteOptions,
+    http: HttpRequestLike,
+  ): Promise<unknown> {
     const started = performance.now();
     const mode = route.phased ? 'phased' : 'atomic';
+    const pattern = routePattern(context, http);
+    const scope = route.scope ?? `${http.method.toUpperCase()} ${pattern}`;
     let request: IdempotentRequest | undefined;
     const report = (type: IdempotencyEventType, statusCode?: number) =>
-      this.events.emit({ type, scope: request?.id.scope, mode, statusCode, durationMs: performance.now() - started });
+      this.events.emit({ type, scope, mode, statusCode, durationMs: performance.now() - started });
     try {
-      request = await this.describe(context, next, route);
+      request = await this.describe(context, next, route, http, pattern, scope);
       if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });
       const cached = this.cache.get(request.id);
       if (cached) {
@@ -79,18 +97,31 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
       // back: that transaction may still roll back, so only the database may replay it.
       const joinsTransaction = this.transactions.host.isTransactionActive();
-      const outcome = await (route.phased ? this.phased : this.atomic).run(request);
+      // A phased claim commits at once, so its duplicates never wait on a row lock.
+      const coalesce = !route.phased && !joinsTransaction;
+      const flight = coalesce ? await this.lead(request) : undefined;
+      if (flight && 'replay' in flight) {
+        report('replayed', flight.replay.statusCode);
+        return await this.replay(context, request, flight.replay);
+      }
+      let outcome: Outcome;
+      try {
+        outcome = await (route.phased ? this.phased : this.atomic).run(request);
+      } catch (error) {
+        flight?.land({ committed: false });
+        throw error;
+      }
+      const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
+      // The row expires its time to live after the claim, not after this slow or quick answer.
+      const expiresInMs = outcome.kind === 'replayed' ? outcome.expiresInMs : ttlMs - (performance.now() - started);
+      flight?.land({ committed: true, requestHash: request.requestHash, response: outcome.response, expiresInMs });
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
-        this.cache.set(request.id, request.requestHash, outcome.response, outcome.expiresInMs);
+        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
         return await this.replay(context, request, outcome.response);
       }
-      if (!joinsTransaction) {
-        // The row expires its time to live after the claim, not after this slow or quick answer.
-        const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
-        this.cache.set(request.id, request.requestHash, outcome.response, ttlMs - (performance.now() - started));
-      }
+      if (!joinsTransaction) this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
     } catch (error) {
@@ -99,28 +130,54 @@ export class IdempotencyInterceptor implements NestInterceptor {
         report(error.reason, error.status);
         return this.reject(context, error);
       }
+      if (isDatabaseUnavailable(error)) {
+        this.logger.warn(`key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`);
+        const unavailable = IdempotencyRejection.databaseUnavailable(this.options.retryAfterSeconds);
+        report('released', unavailable.status);
+        return this.reject(context, unavailable);
+      }
       report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
       if (error instanceof UnstoredOutcome) return this.send(context, error.response);
       throw error;
     }
   }
 
-  /** The key, scope, tenant and fingerprint; undefined when an optional key is absent. */
+  /**
+   * Makes this request the key's only attempt in this process, waiting in memory (bounded by
+   * `lockTimeoutMs`) while a twin runs: then replays the twin's committed outcome, or leads once
+   * the twin released the key. A twin in another process is met by the claim's row lock instead.
+   */
+  private async lead(request: IdempotentRequest): Promise<Flight | { replay: StoredResponse }> {
+    const identity = keyIdentity(request.id);
+    const deadline = performance.now() + this.options.lockTimeoutMs;
+    for (;;) {
+      const taken = this.inFlight.take(identity);
+      if ('flight' in taken) return taken.flight;
+      const landing = await InFlightKeys.waitAtMost(taken.twin, deadline - performance.now());
+      if (!landing) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
+      if (landing.committed) {
+        if (landing.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+        return { replay: landing.response };
+      }
+    }
+  }
+
+  /** The key, tenant and fingerprint; undefined when an optional key is absent. */
   private async describe(
     context: ExecutionContext,
     next: CallHandler,
-    route: IdempotentOptions,
+    route: RouteOptions,
+    request: HttpRequestLike,
+    pattern: string,
+    scope: string,
   ): Promise<IdempotentRequest | undefined> {
-    const request = httpRequest(context);
     const { headerName, maxKeyLength } = this.options;
     const key = parseIdempotencyKey(request.headers[headerName.toLowerCase()], headerName, maxKeyLength);
     if (key === undefined) {
-      if (route.required !== false) throw IdempotencyRejection.missingKey(headerName);
+      if (route.required) throw IdempotencyRejection.missingKey(headerName);
       return undefined;
     }
     const tenantId = (await this.options.tenantResolver(context)) ?? '';
-    const pattern = routePattern(context, request);
-    const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
     const requestHash = requestFingerprint({
       method: request.method,
       route: pattern,

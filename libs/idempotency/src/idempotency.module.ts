@@ -11,6 +11,7 @@ import { IdempotencyKeyStore } from './idempotency-key.store';
 import { OpenApiDocumenter } from './openapi/openapi-documenter';
 import { PhasedRunner } from './phased/phased.runner';
 import { CompletedResponseCache } from './replay/completed-response.cache';
+import { InFlightKeys } from './replay/in-flight-keys';
 import { TransactionHostRef } from './transaction-host.ref';
 import {
   ConfigurableIdempotencyModule,
@@ -31,6 +32,7 @@ import {
     TransactionHostRef,
     IdempotencyEvents,
     CompletedResponseCache,
+    InFlightKeys,
     IdempotencyCleanup,
     CleanupScheduler,
     OpenApiDocumenter,
@@ -41,7 +43,7 @@ import {
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, InFlightKeys, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule {
   // The builder makes the options providers; this class only takes them over. Composed rather

@@ -1,13 +1,14 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
 import type { ClassTransformOptions } from 'class-transformer';
-import type { IdempotentOptions, StoredResponse } from './idempotency.options';
+import type { StoredResponse } from './idempotency.options';
 import type { KeyId } from './idempotency-key.store';
+import type { RouteOptions } from './route-options';
 
 /** One request on an idempotent route, after its key, tenant and fingerprint are known. */
 export interface IdempotentRequest {
   context: ExecutionContext;
   next: CallHandler;
-  route: IdempotentOptions;
+  route: RouteOptions;
   /** The route's `@SerializeOptions()`, for class instances the handler returns. */
   serializeOptions?: ClassTransformOptions;
   id: KeyId;

@@ -6,7 +6,10 @@ import type { IdempotentOptions } from './idempotency.options';
 /**
  * Makes a route safe to retry: the first request with a key runs the handler inside one
  * transaction with the claim and the recorded response; every retry gets that response back.
- * On a class it applies to every route of the controller; a method's options win.
+ * On a class it applies to every unsafe-method route of the controller (GET, HEAD and OPTIONS are
+ * left alone); on a method as well, the method's options are merged over the class's, field by
+ * field, and the module's fill in the rest. However often the decorator is applied, a request
+ * has exactly one idempotency run.
  */
 export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
   for (const name of ['ttlSeconds', 'leaseSeconds'] as const) {
@@ -16,8 +19,7 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & C
     }
   }
   return applyDecorators(
-    // A phased attempt must be resumable by its retry, which needs the key.
-    SetMetadata(IDEMPOTENT_ROUTE, { ...options, required: options.phased ? true : (options.required ?? true) }),
+    SetMetadata(IDEMPOTENT_ROUTE, { ...options }),
     UseInterceptors(IdempotencyInterceptor),
   );
 }

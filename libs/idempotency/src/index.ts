@@ -1,6 +1,7 @@
 export { IdempotencyModule } from './idempotency.module';
 export type { IdempotencyModuleAsyncOptions, IdempotencyModuleRootOptions } from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
+export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { Phases } from './phased/phases.decorator';
 export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
 export { LeaseLostError } from './phased/lease-lost.error';
@@ -17,6 +18,7 @@ export type {
 } from './idempotency.options';
 export { defaultShouldStore, principalTenantResolver } from './idempotency.defaults';
 export { IdempotencyProblemType } from './idempotency.errors';
+export { isDatabaseUnavailable } from './postgres-errors';
 export { PROBLEM_CONTENT_TYPE, problemFromException, renderProblem, type ProblemDetails } from './problem-details';
 export { canonicalJson, requestFingerprint, type FingerprintInput } from './fingerprint';
 export { IdempotencyKeyEntity } from './idempotency-key.entity';

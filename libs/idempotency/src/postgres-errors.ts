@@ -36,3 +36,56 @@ export class ClaimConflictError extends Error {
     this.name = 'ClaimConflictError';
   }
 }
+
+/** SQLSTATEs that say the server went away or cannot take the connection, not that the SQL failed. */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
+
+/** Socket errors of a connection that could not be made or was cut. */
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+/** node-postgres (client and pool) reports a lost or refused connection with these, and no code. */
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error',
+  'Client was closed and is not queryable',
+  'timeout exceeded when trying to connect',
+];
+
+/**
+ * Whether an error says the database could not be reached, rather than that a statement failed:
+ * a refused, reset or cut connection, the server shutting down or starting (SQLSTATE class 08,
+ * 57P01 to 57P03, 57P05), too many connections (53300), or a pool that could not get one in time.
+ * Such a failure is transient: nothing was committed unless the COMMIT itself was cut off, and a
+ * retry with the same key is answered correctly either way. Looks through TypeORM's
+ * `driverError`, `cause` and `AggregateError` (several addresses refused).
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return unavailable(error, 0);
+}
+
+function unavailable(error: unknown, depth: number): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  const { code, message, driverError, cause, errors } = error as {
+    code?: unknown;
+    message?: unknown;
+    driverError?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (typeof code === 'string') {
+    if (code.startsWith('08') && code.length === 5) return true;
+    if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
+  }
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((known) => message.startsWith(known))) return true;
+  if (unavailable(driverError, depth + 1) || unavailable(cause, depth + 1)) return true;
+  return Array.isArray(errors) && errors.some((inner) => unavailable(inner, depth + 1));
+}

@@ -1,10 +1,10 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
-import { IDEMPOTENCY_OPTIONS, IDEMPOTENT_ROUTE } from '../idempotency.constants';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyProblemType } from '../idempotency.errors';
-import type { IdempotentOptions } from '../idempotency.options';
 import { PROBLEM_CONTENT_TYPE } from '../problem-details';
+import { type RouteOptions, routeOptions } from '../route-options';
 
 type Decorator = (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => unknown;
 interface SwaggerDecorators {
@@ -71,7 +71,7 @@ export class OpenApiDocumenter implements OnModuleInit {
         if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler)) continue;
         // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
         if (Reflect.getMetadata('path', handler) === undefined) continue;
-        const route = this.reflector.getAllAndOverride<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, [handler, metatype]);
+        const route = routeOptions(this.reflector, metatype, handler);
         if (!route) continue;
         this.document(swagger, prototype, name, descriptor as PropertyDescriptor, route);
         documented.add(handler);
@@ -84,10 +84,10 @@ export class OpenApiDocumenter implements OnModuleInit {
     prototype: object,
     name: string,
     descriptor: PropertyDescriptor,
-    route: IdempotentOptions,
+    route: RouteOptions,
   ): void {
     const { headerName, maxKeyLength, lockTimeoutMs } = this.options;
-    const required = route.required !== false;
+    const { required } = route;
     const decorators = [
       swagger.ApiHeader({
         name: headerName,

@@ -3,6 +3,7 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import type { StoredResponse } from '../idempotency.options';
 import type { KeyId } from '../idempotency-key.store';
+import { keyIdentity } from './key-identity';
 
 interface CachedOutcome {
   requestHash: string;
@@ -25,7 +26,7 @@ export class CompletedResponseCache {
   constructor(@Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
   get(id: KeyId): CachedOutcome | undefined {
-    const name = cacheKey(id);
+    const name = keyIdentity(id);
     const entry = this.entries.get(name);
     if (!entry) return undefined;
     this.entries.delete(name);
@@ -41,7 +42,7 @@ export class CompletedResponseCache {
     // A second off the row's expiry covers the clocks of this process and the database.
     const lifetime = Math.min(expiresInMs - 1000, maxAgeSeconds * 1000);
     if (lifetime <= 0) return;
-    const name = cacheKey(id);
+    const name = keyIdentity(id);
     this.entries.delete(name);
     this.entries.set(name, { requestHash, response, usableUntil: Date.now() + lifetime });
     while (this.entries.size > maxEntries) {
@@ -49,8 +50,4 @@ export class CompletedResponseCache {
       this.entries.delete(oldest);
     }
   }
-}
-
-function cacheKey(id: KeyId): string {
-  return `${id.tenantId}\u0000${id.scope}\u0000${id.key}`;
 }
