@@ -40,10 +40,12 @@ export async function openBenchDatabase(env: NodeJS.ProcessEnv): Promise<BenchDa
   return {
     url: handle.url,
     description: `${await serverVersion(handle.url)} (embedded, default settings)`,
-    cpuMilliseconds: () => postgresCpuMilliseconds(dataDir),
+    // handle.dataDir: elsewhere when the postgres user cannot reach the checkout (running as root).
+    cpuMilliseconds: () => postgresCpuMilliseconds(handle.dataDir),
     close: async () => {
       await handle.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      rmSync(handle.dataDir, { recursive: true, force: true });
     },
   };
 }

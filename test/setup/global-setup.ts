@@ -24,8 +24,9 @@ export default async function globalSetup(): Promise<void> {
     });
     TEST_STATE.embedded = { handle, dataDir };
     process.env.DATABASE_URL = handle.url;
+    const moved = handle.dataDir === dataDir ? '' : ` (data in ${handle.dataDir}: the postgres user cannot reach ${dataDir})`;
     // eslint-disable-next-line no-console
-    console.log(`\nDATABASE_URL not set: embedded PostgreSQL at ${handle.url}`);
+    console.log(`\nDATABASE_URL not set: embedded PostgreSQL at ${handle.url}${moved}`);
   }
 }
 

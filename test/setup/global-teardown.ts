@@ -12,4 +12,6 @@ export default async function globalTeardown(): Promise<void> {
   if (!embedded) return;
   await embedded.handle.stop();
   rmSync(embedded.dataDir, { recursive: true, force: true });
+  // Elsewhere when the checkout is out of the postgres user's reach (running as root).
+  rmSync(embedded.handle.dataDir, { recursive: true, force: true });
 }

