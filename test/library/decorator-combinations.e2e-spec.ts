@@ -1,14 +1,11 @@
-import { Body, Controller, Get, type INestApplication, Post, UseInterceptors, ValidationPipe } from '@nestjs/common';
+import { Body, Controller, Get, type INestApplication, Post, UseInterceptors } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { IdempotencyInterceptor, IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
 import { IsString } from 'class-validator';
-import { DataSource } from 'typeorm';
-import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { libraryInfrastructure } from '../support/library-infrastructure';
-import { Effects } from './library-app';
+import type { DataSource } from 'typeorm';
+import { createLibraryApp, Effects } from './library-app';
 
 class TagDto {
   @IsString()
@@ -66,23 +63,6 @@ class TransfersController {
   }
 }
 
-async function createApp(globalInterceptor: boolean): Promise<{ app: INestApplication; dataSource: DataSource }> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [...libraryInfrastructure(), IdempotencyModule.forRoot({ ttlSeconds: 3600, replayCache: false })],
-    controllers: [LedgerController, TransfersController],
-    providers: [Effects, ...(globalInterceptor ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }] : [])],
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  app.useGlobalPipes(new ValidationPipe({ transform: true }));
-  const dataSource = app.get(DataSource);
-  await runMigrations(dataSource);
-  await dataSource.query(
-    `CREATE TABLE IF NOT EXISTS library_test_effects (id serial PRIMARY KEY, route text NOT NULL, tag text NOT NULL)`,
-  );
-  await app.init();
-  return { app, dataSource };
-}
-
 describe.each([
   ['decorators only', false],
   ['decorators and a global IdempotencyInterceptor', true],
@@ -90,7 +70,15 @@ describe.each([
   let app: INestApplication;
   let dataSource: DataSource;
   beforeAll(async () => {
-    ({ app, dataSource } = await createApp(globalInterceptor));
+    ({ app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRoot({ ttlSeconds: 3600, replayCache: false }),
+      undefined,
+      {},
+      {
+        controllers: [LedgerController, TransfersController],
+        providers: globalInterceptor ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }] : [],
+      },
+    ));
   });
   afterAll(() => app.close());
 

@@ -239,6 +239,8 @@ export async function createLibraryApp(
   idempotencyModule: NonNullable<ModuleMetadata['imports']>[number],
   configure: (app: INestApplication) => void = () => undefined,
   infrastructure: InfrastructureOptions = {},
+  /** A test's own controllers and providers, beside the shared ones. */
+  extra: Pick<ModuleMetadata, 'controllers' | 'providers'> = {},
 ): Promise<{
   app: INestApplication;
   dataSource: DataSource;
@@ -248,8 +250,8 @@ export async function createLibraryApp(
       ...libraryInfrastructure(infrastructure),
       idempotencyModule,
     ],
-    controllers: [LibraryTestController, ClassLevelController],
-    providers: [Effects],
+    controllers: [LibraryTestController, ClassLevelController, ...(extra.controllers ?? [])],
+    providers: [Effects, ...(extra.providers ?? [])],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   app.useGlobalPipes(new ValidationPipe({ transform: true }));
