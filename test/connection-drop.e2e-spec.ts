@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { IdempotencyProblemType } from 'nestjs-pg-idempotency';
 import { AppProcess } from './support/app-process';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
@@ -41,8 +42,11 @@ describe('the database connection drops in the middle of a request', () => {
     expect(terminated).toBe(1);
 
     const failed = await pending;
-    expect(failed.status).toBe(500);
+    // A cut connection is a transient failure: 503 with Retry-After, in the library's words.
+    expect(failed.status).toBe(503);
     expect(failed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(failed.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(failed.text).type).toBe(IdempotencyProblemType.databaseUnavailable);
     expect(await db.keys('acme', key)).toHaveLength(0);
     expect(await db.orders('acme', customerId)).toHaveLength(0);
 

@@ -63,7 +63,8 @@ const UNAVAILABLE_MESSAGES = [
 /**
  * Whether an error says the database could not be reached, rather than that a statement failed:
  * a refused, reset or cut connection, the server shutting down or starting (SQLSTATE class 08,
- * 57P01 to 57P03, 57P05), too many connections (53300), or a pool that could not get one in time.
+ * 57P01 to 57P03, 57P05), too many connections (53300), a pool that could not get one in time, or
+ * a TypeORM query runner released after its connection failed.
  * Such a failure is transient: nothing was committed unless the COMMIT itself was cut off, and a
  * retry with the same key is answered correctly either way. Looks through TypeORM's
  * `driverError`, `cause` and `AggregateError` (several addresses refused).
@@ -72,15 +73,23 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return unavailable(error, 0);
 }
 
+/**
+ * TypeORM releases a query runner whose connection emitted an error, and every later statement
+ * on it throws this: mid-request, the connection was lost under the transaction.
+ */
+const RELEASED_RUNNER = 'QueryRunnerAlreadyReleasedError';
+
 function unavailable(error: unknown, depth: number): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
-  const { code, message, driverError, cause, errors } = error as {
+  const { name, code, message, driverError, cause, errors } = error as {
+    name?: unknown;
     code?: unknown;
     message?: unknown;
     driverError?: unknown;
     cause?: unknown;
     errors?: unknown;
   };
+  if (name === RELEASED_RUNNER) return true;
   if (typeof code === 'string') {
     if (code.startsWith('08') && code.length === 5) return true;
     if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;

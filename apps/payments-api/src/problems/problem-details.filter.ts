@@ -7,11 +7,21 @@ import {
   Logger,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { PROBLEM_CONTENT_TYPE, problemFromException, type ProblemDetails } from 'nestjs-pg-idempotency';
+import {
+  IdempotencyProblemType,
+  isDatabaseUnavailable,
+  PROBLEM_CONTENT_TYPE,
+  problemFromException,
+  type ProblemDetails,
+} from 'nestjs-pg-idempotency';
+
+/** What the library sends with its own 503: the demo answers every route's outage the same. */
+const DATABASE_RETRY_AFTER_SECONDS = '1';
 
 /**
  * Every error leaves as RFC 9457 problem details. HttpExceptions use the library's renderer,
- * so a live error and a stored, replayed one look the same.
+ * so a live error and a stored, replayed one look the same. A database that cannot be reached
+ * is a 503 with Retry-After on every route, as the library answers on idempotent ones.
  */
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
@@ -24,11 +34,21 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const adapter = this.adapterHost.httpAdapter;
     const response = host.switchToHttp().getResponse();
     adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
+    if (problem.type === IdempotencyProblemType.databaseUnavailable) adapter.setHeader(response, 'Retry-After', DATABASE_RETRY_AFTER_SECONDS);
     adapter.reply(response, JSON.stringify(problem), problem.status);
   }
 
   private toProblem(exception: unknown): ProblemDetails {
     if (exception instanceof HttpException) return problemFromException(exception);
+    if (isDatabaseUnavailable(exception)) {
+      this.logger.warn(`the database could not be reached: ${String(exception)}`);
+      return {
+        type: IdempotencyProblemType.databaseUnavailable,
+        title: 'Database unavailable',
+        status: 503,
+        detail: 'The database could not be reached. Retry later.',
+      };
+    }
     const bodyParserStatus = bodyParserErrorStatus(exception);
     if (bodyParserStatus === HttpStatus.PAYLOAD_TOO_LARGE) {
       return {
