@@ -241,15 +241,14 @@ export async function createLibraryApp(
   infrastructure: InfrastructureOptions = {},
   /** A test's own controllers and providers, beside the shared ones. */
   extra: Pick<ModuleMetadata, 'controllers' | 'providers'> = {},
+  /** Modules the app imports before the library (a ConfigModule, say). */
+  imports: NonNullable<ModuleMetadata['imports']> = [],
 ): Promise<{
   app: INestApplication;
   dataSource: DataSource;
 }> {
   const moduleRef = await Test.createTestingModule({
-    imports: [
-      ...libraryInfrastructure(infrastructure),
-      idempotencyModule,
-    ],
+    imports: [...imports, ...libraryInfrastructure(infrastructure), idempotencyModule],
     controllers: [LibraryTestController, ClassLevelController, ...(extra.controllers ?? [])],
     providers: [Effects, ...(extra.providers ?? [])],
   }).compile();

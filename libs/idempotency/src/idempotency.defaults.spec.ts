@@ -1,4 +1,4 @@
-import { defaultShouldStore, principalTenantResolver } from './idempotency.defaults';
+import { defaultShouldStore, principalTenantResolver, resolveOptions } from './idempotency.defaults';
 
 describe('defaultShouldStore', () => {
   it('stores 2xx and 4xx except 408, 409, 425 and 429; releases the rest', () => {
@@ -25,5 +25,15 @@ describe('principalTenantResolver', () => {
     expect(() => principalTenantResolver(contextWith({ username: 'ann' }))).toThrow(/tenantResolver/);
     expect(() => principalTenantResolver(contextWith({ id: { nested: true } }))).toThrow(/tenantResolver/);
     expect(() => principalTenantResolver(contextWith('ann'))).toThrow(/tenantResolver/);
+  });
+});
+
+describe('resolveOptions', () => {
+  it('names the type of a number given as a string, as ConfigService gives values from the environment', () => {
+    expect(() => resolveOptions({ ttlSeconds: '3600' as never })).toThrow(
+      'IdempotencyModule: option ttlSeconds must be a positive integer, got the string "3600" (convert it with Number())',
+    );
+    expect(() => resolveOptions({ lockTimeoutMs: -1 })).toThrow('option lockTimeoutMs must be a positive integer, got -1');
+    expect(() => resolveOptions({ maxKeyLength: true as never })).toThrow('got boolean true');
   });
 });

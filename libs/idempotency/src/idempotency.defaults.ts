@@ -100,8 +100,18 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   return resolved;
 }
 
-function assertPositiveInteger(name: string, value: number): void {
-  if (!Number.isInteger(value) || value <= 0) {
-    throw new Error(`IdempotencyModule: option ${name} must be a positive integer, got ${value}`);
+function assertPositiveInteger(name: string, value: unknown): void {
+  if (!Number.isInteger(value) || (value as number) <= 0) {
+    throw new Error(`IdempotencyModule: option ${name} must be a positive integer, got ${describeValue(value)}`);
   }
+}
+
+/**
+ * The value and its type where the type is the mistake: a setting read from the environment
+ * (ConfigService.get) is the string '3600', which would otherwise print as if it were 3600.
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return `the string ${JSON.stringify(value)} (convert it with Number())`;
+  if (typeof value === 'number') return String(value);
+  return value === null ? 'null' : `${typeof value} ${String(value)}`;
 }

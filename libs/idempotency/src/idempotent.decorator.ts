@@ -1,5 +1,6 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
+import { describeValue } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import type { IdempotentOptions } from './idempotency.options';
 
@@ -15,7 +16,7 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & C
   for (const name of ['ttlSeconds', 'leaseSeconds'] as const) {
     const value = options[name];
     if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
-      throw new Error(`@Idempotent(): ${name} must be a positive integer, got ${value}`);
+      throw new Error(`@Idempotent(): ${name} must be a positive integer, got ${describeValue(value)}`);
     }
   }
   return applyDecorators(
