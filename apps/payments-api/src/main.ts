@@ -6,25 +6,33 @@ import { startProviderStub } from '../../provider-stub/src/provider-stub.app';
 import { AppModule } from './app.module';
 import { setUpApp, setUpOpenApi } from './app.setup';
 import { configFromEnv, logLevelsFromEnv, positiveInteger } from './config';
-import { resolveDatabaseUrl } from './database/database-url';
+import { resolveDatabase } from './database/database-url';
 import { runMigrations } from './database/run-migrations';
 import { createHttpAdapter, httpAdapterKind } from './http-adapter';
 import { messagingSettings } from './messaging/messaging.config';
 import { orderPaymentsMicroservice } from './messaging/order-payments.microservice';
+import { GracefulShutdown } from './shutdown';
 
 async function bootstrap(): Promise<void> {
   const logger = new Logger('PaymentsApi');
   const env = process.env;
-  const databaseUrl = await resolveDatabaseUrl(logger);
+  // Listening from the start: a signal closes what is open so far, last opened first.
+  const shutdown = new GracefulShutdown(logger);
+  const database = await resolveDatabase(logger);
+  const databaseUrl = database.url;
+  shutdown.onStop('PostgreSQL', () => database.stop());
   // One command starts the whole demo: the card processor stub runs beside the API unless
   // PROVIDER_URL points at another one.
-  const providerUrl =
-    env.PROVIDER_URL ??
-    (await startProviderStub({
+  let providerUrl = env.PROVIDER_URL;
+  if (!providerUrl) {
+    const stub = await startProviderStub({
       databaseUrl,
       demoFaults: env.DEMO_FAULTS === '1',
       port: positiveInteger(env, 'PROVIDER_PORT', 3001),
-    }));
+    });
+    providerUrl = stub.url;
+    if (stub.app) shutdown.onStopApp('the provider stub', stub.app);
+  }
   const config = configFromEnv(env, databaseUrl, providerUrl);
   const adapter = createHttpAdapter(httpAdapterKind(env.HTTP_ADAPTER));
   // Nest's log levels are process-wide: set after the stub's, they apply to both apps.
@@ -32,6 +40,7 @@ async function bootstrap(): Promise<void> {
     bodyParser: false,
     logger: logLevelsFromEnv(env),
   });
+  shutdown.onStopApp('the payments API', app);
   setUpApp(app);
   setUpOpenApi(app);
   await runMigrations(app.get(DataSource));

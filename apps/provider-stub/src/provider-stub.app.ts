@@ -16,9 +16,12 @@ export async function createProviderStub(config: ProviderStubConfig): Promise<IN
 
 /**
  * Starts the stub on `port`. When the port is taken by a stub already (another payments API
- * process of the same demo started it), that one is used: one provider, shared.
+ * process of the same demo started it), that one is used: one provider, shared, and no `app`
+ * of ours to close.
  */
-export async function startProviderStub(config: ProviderStubConfig & { port: number }): Promise<string> {
+export async function startProviderStub(
+  config: ProviderStubConfig & { port: number },
+): Promise<{ url: string; app?: INestApplication }> {
   const logger = new Logger('ProviderStub');
   const url = `http://127.0.0.1:${config.port}`;
   const app = await createProviderStub(config);
@@ -28,10 +31,10 @@ export async function startProviderStub(config: ProviderStubConfig & { port: num
     await app.close();
     if ((error as { code?: string }).code !== 'EADDRINUSE' || !(await isProviderStub(url))) throw error;
     logger.log(`port ${config.port} already serves a provider stub: using it`);
-    return url;
+    return { url };
   }
   logger.log(`provider stub listening on ${url}`);
-  return url;
+  return { url, app };
 }
 
 async function isProviderStub(url: string): Promise<boolean> {
