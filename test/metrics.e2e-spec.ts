@@ -28,7 +28,7 @@ describe('GET /metrics (the onEvent hook, in Prometheus text format)', () => {
     await db.close();
   });
 
-  it('counts claims, replays, mismatches, rejected keys and stored failures, with durations', async () => {
+  it('counts claims, replays, mismatches, rejected keys (under their route scope) and stored failures, with durations', async () => {
     const server = app.getHttpServer();
     const key = uniqueKey();
     const customerId = uniqueCustomer();
@@ -48,7 +48,8 @@ describe('GET /metrics (the onEvent hook, in Prometheus text format)', () => {
     expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'completed' })).toBe(1);
     expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'replayed' })).toBe(1);
     expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'fingerprint_mismatch' })).toBe(1);
-    expect(sample(res.text, 'idempotency_requests_total', { outcome: 'rejected_key' })).toBe(1);
+    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'rejected_key' })).toBe(1);
+    expect(res.text).not.toContain('scope="unknown"');
     expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'stored_failure' })).toBe(1);
     expect(sample(res.text, 'idempotency_claims_total', { ...scope, mode: 'atomic' })).toBe(2);
     expect(sample(res.text, 'idempotency_claim_duration_seconds_count', { ...scope, mode: 'atomic' })).toBe(2);
