@@ -25,7 +25,13 @@ export function setUpOpenApi(app: INestApplication): void {
     .setTitle('Demo payments API')
     .setDescription('Orders and payments made safe to retry with nestjs-pg-idempotency.')
     .setVersion('1')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'demo_acme or demo_globex' })
+    .addBearerAuth({
+      type: 'http',
+      scheme: 'bearer',
+      // The demo's keys are opaque strings, not JWTs (DocumentBuilder's default format).
+      bearerFormat: 'API key',
+      description: 'demo_acme or demo_globex',
+    })
     .addSecurityRequirements('bearer')
     .build();
   const ui = app.getHttpAdapter().getType() === 'express';

@@ -24,3 +24,19 @@ export function toOrderView(order: Order): OrderView {
     paidCents: order.paidCents,
   };
 }
+
+/** `OrderView` for the OpenAPI document (an interface leaves no trace at run time). */
+export const ORDER_VIEW_SCHEMA = {
+  type: 'object',
+  required: ['id', 'customerId', 'amountCents', 'currency', 'reference', 'status', 'createdAt', 'paidCents'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    customerId: { type: 'string' },
+    amountCents: { type: 'integer' },
+    currency: { type: 'string', enum: ['usd', 'eur', 'gbp'] },
+    reference: { type: 'string', nullable: true },
+    status: { type: 'string', enum: ['pending', 'paid'] },
+    createdAt: { type: 'string', format: 'date-time' },
+    paidCents: { type: 'integer' },
+  },
+};

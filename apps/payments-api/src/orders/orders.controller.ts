@@ -1,16 +1,19 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { ApiCreatedResponse } from '@nestjs/swagger';
 import { Idempotent } from 'nestjs-pg-idempotency';
+import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
 import { OrderEvents } from '../events/order-events';
 import { DemoFaults } from '../faults/demo-faults';
 import { CreateOrderDto } from './create-order.dto';
-import { toOrderView, type OrderView } from './order.view';
+import { ORDER_VIEW_SCHEMA, toOrderView, type OrderView } from './order.view';
 import { OrdersService } from './orders.service';
 
 type HttpRequest = Parameters<DemoFaults['delayIfAsked']>[0];
 
 @Controller('v1/orders')
+@ApiKeyRequired()
 export class OrdersController {
   constructor(
     private readonly orders: OrdersService,
@@ -22,6 +25,11 @@ export class OrdersController {
   @Post()
   @HttpCode(201)
   @Idempotent()
+  @ApiCreatedResponse({
+    description: 'The order; replays of its key answer these very bytes.',
+    schema: ORDER_VIEW_SCHEMA,
+    headers: { Location: { description: 'The order: /v1/orders/{id}', schema: { type: 'string' } } },
+  })
   async create(
     @Tenant() tenantId: string,
     @Body() dto: CreateOrderDto,

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req } from '@nestjs/common';
 import { Idempotent, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
+import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
 import { DemoFaults } from '../faults/demo-faults';
 import { CreatePaymentDto } from './create-payment.dto';
@@ -9,6 +10,7 @@ import { PaymentsService } from './payments.service';
 type HttpRequest = Parameters<DemoFaults['paymentFaults']>[0];
 
 @Controller('v1/payments')
+@ApiKeyRequired()
 export class PaymentsController {
   constructor(
     private readonly payments: PaymentsService,

@@ -48,8 +48,8 @@ function problemResponse(status: number, description: string, types: string[]) {
 
 /**
  * Documents every `@Idempotent()` route in OpenAPI: the key header (with the configured name,
- * which is why this runs at start-up and not inside the decorator) and the 400, 409 and 422
- * problems the library answers itself.
+ * which is why this runs at start-up and not inside the decorator) and the 400, 409, 422 and
+ * 503 problems the library answers itself.
  */
 @Injectable()
 export class OpenApiDocumenter implements OnModuleInit {
@@ -93,10 +93,11 @@ export class OpenApiDocumenter implements OnModuleInit {
         name: headerName,
         required,
         description:
-          `Idempotency key: 1 to ${maxKeyLength} printable ASCII characters, bare or as a quoted string. ` +
+          `Idempotency key: 1 to ${maxKeyLength} printable ASCII characters. A key with a comma is sent as a ` +
+          'quoted string ("…"), whose quotes and escapes do not count. ' +
           'Retries of one operation send the same key; the first response is replayed byte for byte.' +
           (required ? '' : ' Without it the request runs unprotected.'),
-        schema: { type: 'string', minLength: 1, maxLength: maxKeyLength + 2 },
+        schema: { type: 'string', minLength: 1, maxLength: maxKeyLength },
       }),
       swagger.ApiResponse(
         problemResponse(400, `The ${headerName} header is missing or malformed; nothing was done.`, [
@@ -115,6 +116,12 @@ export class OpenApiDocumenter implements OnModuleInit {
       swagger.ApiResponse(
         problemResponse(422, 'This key was already used with a different request.', [IdempotencyProblemType.keyReused]),
       ),
+      swagger.ApiResponse({
+        ...problemResponse(503, 'The database could not be reached. Retry with the same key after Retry-After seconds.', [
+          IdempotencyProblemType.databaseUnavailable,
+        ]),
+        headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
+      }),
     ];
     for (const decorate of decorators) decorate(prototype, name, descriptor);
   }
