@@ -114,7 +114,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
       // The row expires its time to live after the claim, not after this slow or quick answer.
       const expiresInMs = outcome.kind === 'replayed' ? outcome.expiresInMs : ttlMs - (performance.now() - started);
-      flight?.land({ committed: true, requestHash: request.requestHash, response: outcome.response, expiresInMs });
+      flight?.land({ committed: true, requestHash: request.requestHash, response: outcome.response });
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);

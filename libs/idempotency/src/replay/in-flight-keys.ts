@@ -4,7 +4,7 @@ import type { StoredResponse } from '../idempotency.options';
 /** How an attempt on a key ended, as far as its duplicates in this process need to know. */
 export type Landing =
   /** Its outcome is committed: a duplicate with the same fingerprint replays it. */
-  | { committed: true; requestHash: string; response: StoredResponse; expiresInMs: number }
+  | { committed: true; requestHash: string; response: StoredResponse }
   /** It released the key (or never held it): a duplicate may claim the key itself. */
   | { committed: false };
 
