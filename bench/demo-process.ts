@@ -27,7 +27,8 @@ export class DemoProcess {
     child.once('exit', (code) => (this.exitCode = code));
   }
 
-  static async start(databaseUrl: string): Promise<DemoProcess> {
+  /** `faults`: `DEMO_FAULTS=1`, for the probes that need `X-Demo-Fault`; never for the measured rounds. */
+  static async start(databaseUrl: string, faults = false): Promise<DemoProcess> {
     if (!existsSync(DEMO_MAIN)) throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
     const port = await findFreePort();
     const env: NodeJS.ProcessEnv = {
@@ -39,7 +40,8 @@ export class DemoProcess {
       BENCH_ROUTES: '1',
     };
     delete env.PROVIDER_URL;
-    delete env.DEMO_FAULTS;
+    if (faults) env.DEMO_FAULTS = '1';
+    else delete env.DEMO_FAULTS;
     const child = spawn(process.execPath, [DEMO_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
     await demo.waitUntilHealthy();

@@ -5,6 +5,7 @@ import { type BenchOptions, benchOptions } from './bench-options';
 import { benchFigures, formatFigures, invalidities } from './bench-report';
 import { DemoProcess } from './demo-process';
 import { runScenario, type ScenarioRun } from './run-scenario';
+import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
 import { ORDER_BODY, replayKey, type Scenario, type ScenarioId, scenarios, TENANT_KEYS } from './scenarios';
 
 /**
@@ -30,6 +31,11 @@ async function main(): Promise<void> {
     const figures = benchFigures(all, runs);
     console.log(`\n${formatFigures(figures)}`);
     console.log(`load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not round trips)`);
+
+    // The slow-key probe needs fault injection, which the measured demo must not pay for.
+    await demo.stop();
+    demo = await DemoProcess.start(database.url, true);
+    console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
     const problems = invalidities(figures);
     if (problems.length > 0) {
