@@ -13,6 +13,11 @@ export interface AppConfig {
   leaseSeconds: number;
   /** Scheduled cleanup of expired keys: `IDEMPOTENCY_CLEANUP=off` disables it. */
   cleanup: false | { intervalSeconds: number; batchSize: number };
+  /**
+   * `IDEMPOTENCY_PREPARED_STATEMENTS=off` sends the claim and the record whole instead of
+   * prepared, for a pooler in transaction mode in front of PostgreSQL. Unset: the library's default (on).
+   */
+  preparedStatements?: boolean;
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

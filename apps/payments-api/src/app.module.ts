@@ -53,6 +53,7 @@ export class AppModule {
           useFactory: (metrics: IdempotencyMetrics) => ({
             leaseSeconds: config.leaseSeconds,
             cleanup: config.cleanup,
+            preparedStatements: config.preparedStatements,
             onEvent: metrics.record,
           }),
         }),

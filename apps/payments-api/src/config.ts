@@ -19,8 +19,17 @@ export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, provi
             intervalSeconds: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_INTERVAL_SECONDS', 300),
             batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
           },
+    preparedStatements: onOff(env, 'IDEMPOTENCY_PREPARED_STATEMENTS', true),
     benchRoutes: env.BENCH_ROUTES === '1',
   };
+}
+
+/** `on` or `off`; unset or empty keeps `fallback`. Anything else stops the start. */
+export function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'off') return raw === 'on';
+  throw new Error(`${name} must be "on" or "off", got "${raw}"`);
 }
 
 export function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

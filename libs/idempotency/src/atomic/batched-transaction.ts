@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { sqlState } from '../postgres-errors';
 import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../sql-literals';
@@ -13,6 +14,9 @@ interface PostgresResult {
   command: string | null;
   rows: unknown[];
 }
+
+// Debug only: behind a pooler in transaction mode this line comes with most requests.
+const logger = new Logger('Idempotency');
 
 export type IsolationLevel = 'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
@@ -131,6 +135,10 @@ export class BatchedTransaction {
             // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
             // nothing ran yet, so start over and prepare them again.
             this.prepared.forget(client);
+            logger.debug(
+              'prepared statements missing on this connection (SQLSTATE 26000: DISCARD ALL, or a pooler in ' +
+                'transaction mode, where preparedStatements: false saves this retry): preparing them again',
+            );
             await client.query('ROLLBACK');
             return send();
           })
