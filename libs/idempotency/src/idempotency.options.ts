@@ -78,8 +78,9 @@ export interface IdempotencyModuleOptions {
    * Atomic mode: prepare the claim and the record once per connection (SQL `PREPARE`, then
    * `EXECUTE`), so PostgreSQL does not parse and plan them for every request. Default true.
    * Set false behind a pooler in transaction mode (PgBouncer `pool_mode = transaction`), whose
-   * server sessions change between transactions: the library would recover, at the cost of a
-   * round trip and a PREPARE on most requests.
+   * server sessions change between transactions: with the default, the library recovers from
+   * each lost statement (SQLSTATE 26000) with a retry and a new PREPARE, and after the third loss
+   * warns and stops preparing.
    */
   preparedStatements?: boolean;
   /**
@@ -97,8 +98,9 @@ export interface IdempotencyModuleOptions {
   cleanup?: false | { enabled?: boolean; intervalSeconds?: number; batchSize?: number };
   /**
    * Called for every outcome (claimed, replayed, in_progress, lock_timeout,
-   * fingerprint_mismatch, rejected_key, completed, stored_failure, released) with the claim and
-   * request durations, and for every cleanup batch (expired_removed): the one hook for metrics.
+   * fingerprint_mismatch, rejected_key, unfingerprintable_request, completed, stored_failure,
+   * released) with the claim and request durations, and for every cleanup batch
+   * (expired_removed): the one hook for metrics.
    * Must be fast and must not throw (a throw is logged and ignored).
    */
   onEvent?: (event: IdempotencyEvent) => void;

@@ -134,7 +134,7 @@ export class BatchedTransaction {
             if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
             // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
             // nothing ran yet, so start over and prepare them again.
-            this.prepared.forget(client);
+            this.forgetPrepared(client);
             logger.debug(
               'prepared statements missing on this connection (SQLSTATE 26000: DISCARD ALL, or a pooler in ' +
                 'transaction mode, where preparedStatements: false saves this retry): preparing them again',
@@ -160,13 +160,23 @@ export class BatchedTransaction {
         await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch((error: unknown) => {
           // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
           // fails, the next one on this connection prepares them again.
-          if (this.prepared && sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.prepared.forget(client);
+          if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
           throw failure(error);
         });
         return [];
       }
       return original(text, parameters, structured);
     }) as QueryRunner['query'];
+  }
+
+  /** The connection lost its statements; the third such loss turns preparing off, said once. */
+  private forgetPrepared(client: PostgresClient): void {
+    if (!this.prepared?.forget(client)) return;
+    logger.warn(
+      'prepared statements went missing on 3 connections (SQLSTATE 26000): the server sessions change under ' +
+        'the pool, as behind PgBouncer in transaction mode. Sending the statements whole from now on; set ' +
+        'preparedStatements: false to skip this detection.',
+    );
   }
 
   /** Sends one batch; tells `prepared` whether the PREPAREs rendered into it ran. */

@@ -12,12 +12,14 @@ import { type EscapeLiteral, executeStatement, inlineParameters, type SqlStateme
  */
 export class PreparedStatements {
   private readonly byConnection = new WeakMap<object, Map<string, string>>();
+  /** Times a connection found its statements gone (SQLSTATE 26000). */
+  private vanished = 0;
   /** Names whose PREPARE went out in a batch not yet known to have run, per connection. */
   private readonly unconfirmed = new WeakMap<object, Set<string>>();
 
   /** The text that runs `statement` on `connection`, with the PREPARE it needs the first time. */
   render(connection: object, statement: SqlStatement, escape: EscapeLiteral): string {
-    if (!statement.name) return inlineParameters(statement, escape);
+    if (!statement.name || !this.enabled) return inlineParameters(statement, escape);
     let prepared = this.byConnection.get(connection);
     if (!prepared) {
       prepared = new Map();
@@ -53,12 +55,33 @@ export class PreparedStatements {
     pending.clear();
   }
 
-  /** The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use. */
-  forget(connection: object): void {
+  /**
+   * False once statements kept vanishing: behind a pooler in transaction mode each transaction
+   * may get another server session, so most would pay a refused EXECUTE and a new PREPARE, and
+   * every session would keep each copy (tens of kB a statement) until the pooler closes it.
+   */
+  get enabled(): boolean {
+    return this.vanished < GIVE_UP_AFTER_VANISHED;
+  }
+
+  /**
+   * The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use.
+   * Returns true when this was once too often and statements are sent whole from now on.
+   */
+  forget(connection: object): boolean {
     this.byConnection.delete(connection);
     this.unconfirmed.delete(connection);
+    if (!this.enabled) return false;
+    this.vanished++;
+    return !this.enabled;
   }
 }
+
+/**
+ * A connection keeps its server session unless something in between swaps it; `DISCARD ALL`
+ * by the app is rare. Three losses mean a pooler in transaction mode, not an accident.
+ */
+const GIVE_UP_AFTER_VANISHED = 3;
 
 /** SQLSTATE 26000 invalid_sql_statement_name: EXECUTE of a statement the session does not have. */
 export const UNKNOWN_PREPARED_STATEMENT = '26000';
