@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
+import { IdempotencyProblemType } from 'nestjs-pg-idempotency';
 import { setUpOpenApi } from '../apps/payments-api/src/app.setup';
 import { createTestApp } from './support/test-app';
 
@@ -31,6 +32,10 @@ describe('OpenAPI at /docs', () => {
     }
     expect(post.responses['409'].headers).toHaveProperty('Retry-After');
     expect(post.responses['503'].headers).toHaveProperty('Retry-After');
+    expect(post.responses['400'].content).toHaveProperty(
+      ['application/problem+json', 'schema', 'properties', 'type', 'enum'],
+      expect.arrayContaining([IdempotencyProblemType.unfingerprintableRequest]),
+    );
   });
 
   it('gives the key header one length, in its schema and its text', () => {

@@ -1,6 +1,9 @@
 import 'reflect-metadata';
 import { Body, Controller, Post } from '@nestjs/common';
+import fc from 'fast-check';
 import { bodyWithDefaults } from './body-defaults';
+import { MAX_BODY_DEPTH, requestFingerprint } from './fingerprint';
+import { IdempotencyProblemType, IdempotencyRejection } from './idempotency.errors';
 
 class CreateThing {
   name!: string;
@@ -85,6 +88,70 @@ describe('bodyWithDefaults', () => {
 
   it('keeps such a field when the client sent it', () => {
     expect(withDefaults({ name: 'a', nonce: 'n1' })).toEqual(expect.objectContaining({ nonce: 'n1' }));
+  });
+
+  it('keeps the fingerprint of a DTO route that rows stored by earlier versions hold', () => {
+    const fingerprint = (body: unknown) =>
+      requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(body) });
+    expect(fingerprint({ name: 'a' })).toBe('2d3e90f5cf13857c4b15bfaf2c85f3eb389ed533819ed8fce8a3a61fdcd38454');
+    expect(fingerprint({ name: 'a', size: 2, tags: ['x', 'y'], nonce: 'n1' })).toBe('dc073372fd789851ad9dde5cc5f33dd5e1b05c3eeb51b519fdbeef965d7c9ab4');
+  });
+
+  it('rejects a body nested past MAX_BODY_DEPTH before class-transformer recurses into it', () => {
+    for (const tags of [
+      JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`),
+      JSON.parse(`${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`),
+    ]) {
+      let thrown: unknown;
+      try {
+        withDefaults({ name: 'a', tags });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(IdempotencyRejection);
+      expect((thrown as IdempotencyRejection).problem).toMatchObject({ type: IdempotencyProblemType.unfingerprintableRequest, status: 400 });
+    }
+  });
+
+  it(`re-creates a DTO body ${MAX_BODY_DEPTH} levels deep`, () => {
+    let tags: unknown = 'leaf';
+    for (let level = 1; level < MAX_BODY_DEPTH; level++) tags = [tags];
+    expect(withDefaults({ name: 'a', tags })).toEqual(expect.objectContaining({ name: 'a', tags, size: 1 }));
+  });
+
+  it('never throws anything but the rejection, whatever JSON a DTO route is sent', () => {
+    const depth = fc.oneof(
+      { arbitrary: fc.integer({ min: 0, max: 2 * MAX_BODY_DEPTH }), weight: 9 },
+      { arbitrary: fc.constant(50_000), weight: 1 },
+    );
+    const deep = fc.tuple(depth, fc.boolean()).map(([depth, arrays]) => {
+      let value: unknown = 1;
+      for (let level = 0; level < depth; level++) value = arrays ? [value] : { a: value };
+      return value;
+    });
+    const body = fc.dictionary(fc.constantFrom('name', 'size', 'tags', 'nonce', '__proto__', 'constructor', 'other'), fc.oneof(fc.jsonValue(), deep));
+    fc.assert(
+      fc.property(body, (sent) => {
+        try {
+          requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(sent) });
+        } catch (error) {
+          expect(error).toBeInstanceOf(IdempotencyRejection);
+        }
+      }),
+    );
+  });
+
+  it('keeps __proto__ keys, which class-transformer drops, so they count in the fingerprint', () => {
+    const fingerprint = (body: unknown) =>
+      requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(body) });
+    const sent = JSON.parse('{"name":"a","__proto__":{"size":2,"polluted":true}}');
+    const nestedProto = JSON.parse('{"name":"a","tags":[{"__proto__":{"polluted":true}}]}');
+    expect(Object.keys(withDefaults(sent) as object)).toContain('__proto__');
+    expect(fingerprint(sent)).not.toBe(fingerprint({ name: 'a' }));
+    expect(fingerprint(sent)).toBe(fingerprint(JSON.parse('{"__proto__":{"polluted":true,"size":2},"name":"a"}')));
+    expect(fingerprint(nestedProto)).not.toBe(fingerprint({ name: 'a', tags: [{}] }));
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(sent)).toBe(Object.prototype);
   });
 
   it('passes bodies through untouched without a DTO class, or when the body is not an object', () => {

@@ -1,4 +1,5 @@
 import { plainToInstance } from 'class-transformer';
+import { assertFingerprintable, MAX_BODY_DEPTH } from './fingerprint';
 
 // Nest's metadata for `@Body()` parameters (stable since Nest 6, not re-exported from the
 // package root; deep imports would break on Nest 12's ESM export map).
@@ -69,10 +70,15 @@ function waitForNextMillisecond(): void {
  * when `currency` defaults to `'usd'`. The claim runs before pipes, hence this re-creation.
  * A default that differs between two creations is left out: it would make every honest retry
  * look like another request.
+ *
+ * class-transformer recurses once per level of the body, so the depth bound is checked first
+ * (a 400 rejection past `MAX_BODY_DEPTH`). It also drops `__proto__` keys, at any depth, which
+ * must still tell two bodies apart: a body with one is fingerprinted as sent, without defaults.
  */
 export function bodyWithDefaults(controller: object, handler: Handler, body: unknown): unknown {
   const type = bodyType(controller, handler);
   if (!type || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  if (assertFingerprintable(body, MAX_BODY_DEPTH)) return body;
   const withDefaults = plainToInstance(type, body) as Record<string, unknown>;
   for (const field of unstableDefaultsOf(type)) {
     if (!(field in body)) delete withDefaults[field];

@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { IdempotencyRejection } from './idempotency.errors';
+
+/**
+ * The deepest nesting of arrays and objects a fingerprinted body may have (an empty `[]` or
+ * `{}` is a level too); the query and the path parameters are held to it as well. Deeper
+ * requests get a 400 problem before any database work. `canonicalize` and class-transformer
+ * recurse once per level: bounded here, client input cannot overflow the stack.
+ */
+export const MAX_BODY_DEPTH = 128;
 
 /** The parts of a request that decide whether two requests are "the same". */
 export interface FingerprintInput {
@@ -12,10 +21,64 @@ export interface FingerprintInput {
 }
 
 /**
+ * Walks `root` as `canonicalize` will serialise it, without recursion, and throws the 400
+ * rejection at the first level past `maxDepth` or the first NaN or infinity (a literal such as
+ * `1e400` that JSON.parse overflowed: RFC 8785 has no form for it). Returns whether an object on
+ * the way has an own `__proto__` key.
+ */
+export function assertFingerprintable(root: unknown, maxDepth: number): boolean {
+  let protoKey = false;
+  // Containers still to visit, and their levels (the root container is level 1). Scalars are
+  // checked where they are met and never queued: most of a body is scalars.
+  const pending: object[] = [];
+  const levels: number[] = [];
+  visit(root, 1, pending, levels);
+  while (pending.length > 0) {
+    const value = pending.pop() as object;
+    const level = levels.pop() as number;
+    if (level > maxDepth) throw tooDeep();
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item, level + 1, pending, levels);
+    } else {
+      const object = value as Record<string, unknown>;
+      for (const key of Object.keys(object)) {
+        if (key === '__proto__') protoKey = true;
+        visit(object[key], level + 1, pending, levels);
+      }
+    }
+  }
+  return protoKey;
+}
+
+function visit(value: unknown, level: number, pending: object[], levels: number[]): void {
+  // canonicalize serialises what toJSON returns (a Date's string): so does this walk. The hops
+  // are bounded: a toJSON that returns its own object must not loop for ever.
+  let hops = 0;
+  while (typeof value === 'object' && value !== null && (value as { toJSON?: unknown }).toJSON instanceof Function) {
+    if (++hops > MAX_BODY_DEPTH) throw tooDeep();
+    value = (value as { toJSON(): unknown }).toJSON();
+  }
+  if (typeof value === 'object' && value !== null) {
+    pending.push(value);
+    levels.push(level);
+  } else if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw IdempotencyRejection.unfingerprintableRequest(`holds ${value}, a number JSON cannot represent (a literal out of range, such as 1e400)`);
+  }
+}
+
+const tooDeep = () => IdempotencyRejection.unfingerprintableRequest(`nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
+
+/**
  * RFC 8785 canonical JSON: sorted keys, canonical numbers, no insignificant whitespace.
- * `undefined` (an absent body) becomes `null`, so "no body" is one value, not a crash.
+ * `undefined` (an absent body) becomes `null`, so "no body" is one value, not a crash. A value
+ * nested deeper than `MAX_BODY_DEPTH`, or holding NaN or an infinity, throws the 400 rejection.
  */
 export function canonicalJson(value: unknown): string {
+  assertFingerprintable(value, MAX_BODY_DEPTH);
+  return canonicalJsonOfChecked(value);
+}
+
+function canonicalJsonOfChecked(value: unknown): string {
   const text = canonicalize(value === undefined ? null : value);
   if (text === undefined) throw new TypeError('value has no JSON representation');
   return text;
@@ -26,15 +89,17 @@ export function canonicalJson(value: unknown): string {
  * table leak does not leak payloads.
  */
 export function requestFingerprint(input: FingerprintInput): string {
-  const canonical = canonicalJson({
+  const request = {
     method: input.method.toUpperCase(),
     route: input.route,
     params: input.params ?? {},
     query: input.query ?? {},
     body: input.body ?? null,
     headers: input.headers ?? {},
-  });
-  return createHash('sha256').update(canonical, 'utf8').digest('hex');
+  };
+  // One level more: the request object around the body.
+  assertFingerprintable(request, MAX_BODY_DEPTH + 1);
+  return createHash('sha256').update(canonicalJsonOfChecked(request), 'utf8').digest('hex');
 }
 
 /** A short, non-reversible label for logs: raw keys never appear in logs. */

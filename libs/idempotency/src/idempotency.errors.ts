@@ -7,6 +7,7 @@ export const IdempotencyProblemType = {
   keyInUse: 'urn:idempotency:key-in-use',
   keyReused: 'urn:idempotency:key-reused',
   databaseUnavailable: 'urn:idempotency:database-unavailable',
+  unfingerprintableRequest: 'urn:idempotency:unfingerprintable-request',
 } as const;
 
 /**
@@ -14,7 +15,13 @@ export const IdempotencyProblemType = {
  * follow the IETF httpapi Idempotency-Key draft: 400, 409 and 422; and 503 when the database
  * cannot be reached.
  */
-export type RejectionReason = 'rejected_key' | 'in_progress' | 'lock_timeout' | 'fingerprint_mismatch' | 'released';
+export type RejectionReason =
+  | 'rejected_key'
+  | 'unfingerprintable_request'
+  | 'in_progress'
+  | 'lock_timeout'
+  | 'fingerprint_mismatch'
+  | 'released';
 
 export class IdempotencyRejection extends Error {
   constructor(
@@ -49,6 +56,21 @@ export class IdempotencyRejection extends Error {
       title: 'Malformed idempotency key',
       status: 400,
       detail: `The ${headerName} header ${reason}.`,
+    });
+  }
+
+  /**
+   * 400, not 422: the draft gives 422 to a key reused with another request, and a client that
+   * reads it so would take a new key and send the same body again. This body is refused for
+   * what it is (nested past `MAX_BODY_DEPTH`, or a number out of range), like JSON a body
+   * parser refuses, whatever the key; nothing is claimed, so resending it changes nothing.
+   */
+  static unfingerprintableRequest(reason: string): IdempotencyRejection {
+    return new IdempotencyRejection('unfingerprintable_request', {
+      type: IdempotencyProblemType.unfingerprintableRequest,
+      title: 'Request cannot be fingerprinted',
+      status: 400,
+      detail: `The request ${reason}.`,
     });
   }
 

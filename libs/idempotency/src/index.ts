@@ -20,7 +20,7 @@ export { defaultShouldStore, principalTenantResolver } from './idempotency.defau
 export { IdempotencyProblemType } from './idempotency.errors';
 export { isDatabaseUnavailable } from './postgres-errors';
 export { PROBLEM_CONTENT_TYPE, problemFromException, renderProblem, type ProblemDetails } from './problem-details';
-export { canonicalJson, requestFingerprint, type FingerprintInput } from './fingerprint';
+export { canonicalJson, MAX_BODY_DEPTH, requestFingerprint, type FingerprintInput } from './fingerprint';
 export { IdempotencyKeyEntity } from './idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';

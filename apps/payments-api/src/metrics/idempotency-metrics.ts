@@ -11,7 +11,7 @@ export class IdempotencyMetrics {
 
   private readonly outcomes = new Counter({
     name: 'idempotency_requests_total',
-    help: 'Idempotent requests by scope and outcome (completed, replayed, stored_failure, released, in_progress, lock_timeout, fingerprint_mismatch, rejected_key)',
+    help: 'Idempotent requests by scope and outcome (completed, replayed, stored_failure, released, in_progress, lock_timeout, fingerprint_mismatch, rejected_key, unfingerprintable_request)',
     labelNames: ['scope', 'outcome'],
     registers: [this.registry],
   });

@@ -12,6 +12,8 @@ export type IdempotencyEventType =
   | 'fingerprint_mismatch'
   /** 400: the key header was missing or malformed. */
   | 'rejected_key'
+  /** 400: the request nests deeper than `MAX_BODY_DEPTH` or holds a number out of range. */
+  | 'unfingerprintable_request'
   /** The handler succeeded and its response was recorded. */
   | 'completed'
   /** The handler failed deterministically; the failure was recorded and will be replayed. */

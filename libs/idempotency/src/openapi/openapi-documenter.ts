@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { MAX_BODY_DEPTH } from '../fingerprint';
 import { IdempotencyProblemType } from '../idempotency.errors';
 import { PROBLEM_CONTENT_TYPE } from '../problem-details';
 import { type RouteOptions, routeOptions } from '../route-options';
@@ -100,10 +101,12 @@ export class OpenApiDocumenter implements OnModuleInit {
         schema: { type: 'string', minLength: 1, maxLength: maxKeyLength },
       }),
       swagger.ApiResponse(
-        problemResponse(400, `The ${headerName} header is missing or malformed; nothing was done.`, [
-          IdempotencyProblemType.missingKey,
-          IdempotencyProblemType.malformedKey,
-        ]),
+        problemResponse(
+          400,
+          `The ${headerName} header is missing or malformed, or the body nests deeper than ${MAX_BODY_DEPTH} ` +
+            'levels or holds a number out of range (such as 1e400); nothing was done.',
+          [IdempotencyProblemType.missingKey, IdempotencyProblemType.malformedKey, IdempotencyProblemType.unfingerprintableRequest],
+        ),
       ),
       swagger.ApiResponse({
         ...problemResponse(
