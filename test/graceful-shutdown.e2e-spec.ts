@@ -21,7 +21,8 @@ class Demo {
     this.child = spawn(process.execPath, [MAIN], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
     this.child.stderr?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    this.exited = new Promise((done) => this.child.once('exit', (code, signal) => done({ code, signal })));
+    // 'close', not 'exit': the output is complete by then.
+    this.exited = new Promise((done) => this.child.once('close', (code, signal) => done({ code, signal })));
   }
 
   get url(): string {

@@ -6,13 +6,14 @@ import { BODY_LIMIT_BYTES } from './http-adapter';
 /**
  * What main.ts and the in-process tests both apply to the app. JSON bodies up to 1 MiB; larger
  * ones get 413, malformed ones 400 (ProblemDetailsFilter). Fastify takes its limit in the
- * adapter's constructor instead.
+ * adapter's constructor instead. No enableShutdownHooks(): main.ts stops on signals in its own
+ * order (shutdown.ts), and Nest's hooks, running beside it, closed the pools under the requests
+ * in flight (and the same pool twice).
  */
 export function setUpApp(app: INestApplication): void {
   if (app.getHttpAdapter().getType() === 'express') {
     (app as NestExpressApplication).useBodyParser('json', { limit: BODY_LIMIT_BYTES });
   }
-  app.enableShutdownHooks();
 }
 
 /**
