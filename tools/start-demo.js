@@ -53,9 +53,15 @@ function inputsHash() {
 function isAlive(pid) {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return error.code === 'EPERM';
+  }
+  try {
+    // A zombie (dead, not yet reaped) still answers kill(pid, 0).
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true; // no /proc: trust kill()
   }
 }
 
