@@ -1,7 +1,16 @@
+import type { NestInterceptor, Type } from '@nestjs/common';
+import { IdempotencyInterceptor as IdempotencyRequestInterceptor } from './idempotency.interceptor';
+
 export { IdempotencyModule } from './idempotency.module';
 export type { IdempotencyModuleAsyncOptions, IdempotencyModuleRootOptions } from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
-export { IdempotencyInterceptor } from './idempotency.interceptor';
+
+/**
+ * The interceptor `@Idempotent()` attaches. Register it globally (`APP_INTERCEPTOR` with
+ * `useExisting`) or add it with `@UseInterceptors()` if you like: a request still has one run.
+ * Typed as a plain Nest interceptor: its constructor is the module's business.
+ */
+export const IdempotencyInterceptor: Type<NestInterceptor> = IdempotencyRequestInterceptor;
 export { Phases } from './phased/phases.decorator';
 export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
 export { LeaseLostError } from './phased/lease-lost.error';
