@@ -11,12 +11,11 @@ import { messagingSettings } from '../../apps/payments-api/src/messaging/messagi
 import { orderPaymentsMicroservice } from '../../apps/payments-api/src/messaging/order-payments.microservice';
 
 /**
- * The demo's migrations on a direct connection. They run under a session advisory lock
- * (runMigrations), which a pooler in transaction mode cannot hold: lock and unlock may reach
- * two server sessions, leaving the lock held by one of them until PgBouncer closes it.
+ * The demo's migrations on `url`, as the demo runs them at start: in one transaction under a
+ * transaction-level advisory lock, which a pooler in transaction mode keeps on one server session.
  */
-export async function migrateDirectly(directUrl: string): Promise<void> {
-  const dataSource = new DataSource({ type: 'postgres', url: directUrl, migrations: paymentsApiMigrations });
+export async function migrate(url: string): Promise<void> {
+  const dataSource = new DataSource({ type: 'postgres', url, migrations: paymentsApiMigrations });
   await dataSource.initialize();
   try {
     await runMigrations(dataSource);
@@ -70,7 +69,7 @@ export class CapturedLogs implements LoggerService {
 /**
  * The demo app in this Jest worker, as test/support/test-app.ts builds it, but from `env` read
  * as the demo reads its environment (configFromEnv), on `databaseUrl` (PgBouncer) without running
- * the migrations there (see `migrateDirectly`), logging into `logs`, and with the order-payments
+ * the migrations (the suite runs them once, see `migrate`), logging into `logs`, and with the order-payments
  * consumer when `AMQP_URL` is set, as main.ts starts it.
  */
 export async function createAppBehindPgBouncer(

@@ -9,7 +9,7 @@ import { TestDatabase } from '../support/database';
 import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from '../support/http';
 import { providerCharges } from '../support/provider';
 import { databaseUrl } from '../support/test-app';
-import { CapturedLogs, createAppBehindPgBouncer, migrateDirectly } from './pgbouncer-app';
+import { CapturedLogs, createAppBehindPgBouncer, migrate } from './pgbouncer-app';
 import { describeWithPgBouncer, PgBouncer } from './pgbouncer';
 
 // Fewer server sessions than the apps hold connections: a connection's next transaction often
@@ -81,7 +81,7 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
   let broker: TestBroker | undefined;
 
   beforeAll(async () => {
-    await migrateDirectly(databaseUrl());
+    await migrate(databaseUrl());
     bouncer = await PgBouncer.start(databaseUrl(), { poolSize: SERVER_POOL_SIZE });
     // The card processor is another system: it keeps its own, direct connection.
     provider = await createProviderStub({ databaseUrl: databaseUrl(), demoFaults: true });
@@ -97,6 +97,18 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
     await provider?.close();
     await db?.close();
     await bouncer?.stop();
+  });
+
+  it("runs the demo's migrations through it from several starts at once, and leaves no advisory lock held", async () => {
+    const withinSeconds = <T>(promise: Promise<T>, seconds: number) =>
+      Promise.race([
+        promise,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not done in ${seconds} s`)), seconds * 1000)),
+      ]);
+    for (let round = 0; round < 3; round++) {
+      await withinSeconds(Promise.all([migrate(bouncer.url), migrate(bouncer.url), migrate(bouncer.url)]), 15);
+    }
+    expect(await db.query(`SELECT pid FROM pg_locks WHERE locktype = 'advisory'`)).toEqual([]);
   });
 
   describe.each([
