@@ -1,62 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { findFreePort } from '../apps/payments-api/src/database/embedded-postgres';
+import { ProcessGroup } from './support/process-group';
 import { databaseUrl } from './support/test-app';
 
 const ROOT = resolve(__dirname, '..');
-
-/** `npm start` as a terminal runs it: in a process group of its own, logs kept. */
-class NpmStart {
-  readonly logs: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly child: ChildProcess;
-
-  constructor(
-    readonly port: number,
-    env: NodeJS.ProcessEnv,
-  ) {
-    this.child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    this.child.stderr?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    // 'close', not 'exit': the output is complete by then.
-    this.exited = new Promise((done) => this.child.once('close', (code, signal) => done({ code, signal })));
-  }
-
-  /** The output without Nest's colours. */
-  get text(): string {
-    // eslint-disable-next-line no-control-regex
-    return this.logs.join('').replace(/\x1b\[[0-9;]*m/g, '');
-  }
-
-  async waitUntilHealthy(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`npm start exited during start:\n${this.text}`);
-      const status = await fetch(`http://127.0.0.1:${this.port}/health`).then(
-        (response) => response.status,
-        () => 0,
-      );
-      if (status === 200) return;
-      await new Promise((done) => setTimeout(done, 200));
-    }
-    throw new Error(`not healthy in ${timeoutMs} ms:\n${this.text}`);
-  }
-
-  /** Ctrl-C: SIGINT to the whole group (npm, the script, the demo). */
-  interrupt(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) process.kill(-this.child.pid!, 'SIGINT');
-  }
-
-  kill(): void {
-    try {
-      process.kill(-this.child.pid!, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-}
 
 /**
  * Four `npm start` at the same instant, on one fresh database, from a build directory nobody has
@@ -68,7 +17,7 @@ describe('npm start in several processes at once', () => {
   const database = `concurrent_start_${process.pid}`;
   const url = new URL(databaseUrl());
   url.pathname = `/${database}`;
-  const starts: NpmStart[] = [];
+  const starts: ProcessGroup[] = [];
 
   const query = async <T>(connectionString: string, sql: string): Promise<T[]> => {
     const client = new Client({ connectionString });
@@ -90,7 +39,7 @@ describe('npm start in several processes at once', () => {
       AMQP_URL: '',
     };
     delete env.PROVIDER_URL;
-    const started = new NpmStart(port, env);
+    const started = new ProcessGroup('npm', ['start'], port, { cwd: ROOT, env });
     starts.push(started);
     return started;
   };
@@ -123,7 +72,7 @@ describe('npm start in several processes at once', () => {
     expect(fifth.text).not.toMatch(/nest build/);
 
     // Ctrl-C under npm: every one stops cleanly.
-    for (const started of starts) started.interrupt();
+    for (const started of starts) started.signal('SIGINT');
     const exits = await Promise.all(starts.map((started) => started.exited));
     expect(exits).toEqual(starts.map(() => ({ code: 0, signal: null })));
     for (const started of starts) {

@@ -1,72 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { findFreePort, startEmbeddedPostgres } from '../apps/payments-api/src/database/embedded-postgres';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
+import { ProcessGroup } from './support/process-group';
 
 const MAIN = resolve(__dirname, '../dist/apps/payments-api/apps/payments-api/src/main.js');
-
-/** The built demo on its own embedded PostgreSQL, in a process group of its own, as a terminal runs it. */
-class Demo {
-  readonly logs: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly child: ChildProcess;
-
-  constructor(
-    readonly port: number,
-    env: NodeJS.ProcessEnv,
-  ) {
-    if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
-    this.child = spawn(process.execPath, [MAIN], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    this.child.stderr?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    // 'close', not 'exit': the output is complete by then.
-    this.exited = new Promise((done) => this.child.once('close', (code, signal) => done({ code, signal })));
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  get text(): string {
-    return this.logs.join('');
-  }
-
-  /** SIGTERM to the process, as `kill` or a process manager sends it; SIGINT to its whole group, as Ctrl-C does. */
-  signal(signal: 'SIGTERM' | 'SIGINT'): void {
-    if (signal === 'SIGINT') process.kill(-this.child.pid!, signal);
-    else this.child.kill(signal);
-  }
-
-  async waitUntilHealthy(): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`the demo exited during start:\n${this.text}`);
-      const status = await fetch(`${this.url}/health`).then(
-        (response) => response.status,
-        () => 0,
-      );
-      if (status === 200) return;
-      await sleep(100);
-    }
-    throw new Error(`the demo did not become healthy in 60 s:\n${this.text}`);
-  }
-
-  async waitForLog(pattern: RegExp): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!pattern.test(this.text)) {
-      if (Date.now() > deadline) throw new Error(`no log line matching ${pattern}:\n${this.text}`);
-      await sleep(20);
-    }
-  }
-
-  kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
-  }
-}
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /**
  * Ctrl-C or SIGTERM on `npm start` (no DATABASE_URL): the demo and its PostgreSQL stop in order.
@@ -78,7 +17,7 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
   const dir = mkdtempSync(resolve(__dirname, '../.data/graceful-shutdown-'));
   chmodSync(dir, 0o755); // PostgreSQL runs as its own user when the tests run as root
   const dataDir = resolve(dir, 'pgdata');
-  let demo: Demo | undefined;
+  let demo: ProcessGroup | undefined;
   let clusterDir: string | undefined;
 
   afterAll(() => {
@@ -107,7 +46,8 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
       };
       delete env.DATABASE_URL;
       delete env.PROVIDER_URL;
-      demo = new Demo(Number(env.PORT), env);
+      if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
+      demo = new ProcessGroup(process.execPath, [MAIN], Number(env.PORT), { env });
       await demo.waitUntilHealthy();
       clusterDir = /DATABASE_URL is not set: .*, data in ([^\s\x1b]+)/.exec(demo.text)?.[1];
 
@@ -117,7 +57,7 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
         'idempotency-key': uniqueKey(),
         'x-demo-fault': 'delay=1500', // held inside its transaction for 1.5 s
       });
-      await sleep(400);
+      await new Promise((done) => setTimeout(done, 400));
       demo.signal(signal);
       await demo.waitForLog(new RegExp(`${signal}: shutting down`));
       // No longer accepting, while the slow request still runs.

@@ -43,13 +43,6 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
       ...(fault ? { 'x-demo-fault': fault } : {}),
     });
 
-  const paymentsOf = (orderId: string) =>
-    db.query<{ id: string; status: string; provider_charge_id: string | null }>(
-      'SELECT id, status, provider_charge_id FROM payments WHERE order_id = $1',
-      [orderId],
-    );
-  const orderStatus = async (orderId: string) =>
-    (await db.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]))[0].status;
   const keyRow = async (key: string) =>
     (
       await db.query<{ status: string; recovery_point: string | null; step_state: Record<string, unknown> }>(
@@ -89,8 +82,8 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(charges).toEqual([expect.objectContaining({ id: body.providerChargeId, amountCents: 1500, currency: 'usd' })]);
     expect(charges[0].idempotencyKey).toBe(await expectedChildKey(key));
     expect(charges[0].idempotencyKey).not.toBe(key);
-    expect(await paymentsOf(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
-    expect(await orderStatus(orderId)).toBe('paid');
+    expect(await db.payments(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
+    expect(await db.orderStatus(orderId)).toBe('paid');
     expect(await keyRow(key)).toMatchObject({ status: 'completed', recovery_point: 'finished' });
 
     const replay = await pay(key, orderId, 1500);
@@ -106,7 +99,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     await crash(key, orderId, 2100, 'crash-after-charge');
 
     // The provider charged; we died before recording it.
-    const [payment] = await paymentsOf(orderId);
+    const [payment] = await db.payments(orderId);
     expect(payment.status).toBe('pending');
     const chargesBefore = await providerCharges(app.providerUrl, payment.id);
     expect(chargesBefore).toHaveLength(1);
@@ -124,15 +117,15 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     const body = JSON.parse(retry.text);
     expect(body).toMatchObject({ id: payment.id, status: 'captured', providerChargeId: chargesBefore[0].id });
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
-    expect(await paymentsOf(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: chargesBefore[0].id }]);
-    expect(await orderStatus(orderId)).toBe('paid');
+    expect(await db.payments(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: chargesBefore[0].id }]);
+    expect(await db.orderStatus(orderId)).toBe('paid');
   });
 
   it('crash-before-charge: the retry resumes after the lease and charges once', async () => {
     const orderId = await newOrder();
     const key = uniqueKey();
     await crash(key, orderId, 2200, 'crash-before-charge');
-    const [payment] = await paymentsOf(orderId);
+    const [payment] = await db.payments(orderId);
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(0);
     const row = await keyRow(key);
     expect(row.recovery_point).toBe('created');
@@ -143,7 +136,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(retry.status).toBe(201);
     expect(JSON.parse(retry.text).id).toBe(payment.id);
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
-    expect(await paymentsOf(orderId)).toHaveLength(1);
+    expect(await db.payments(orderId)).toHaveLength(1);
   });
 
   it('provider-timeout: the answer is lost, the retry sends the same child key and the provider replays', async () => {
@@ -151,7 +144,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     const key = uniqueKey();
     const lost = await pay(key, orderId, 2300, 'provider-timeout');
     expect(lost.status).toBe(504);
-    const [payment] = await paymentsOf(orderId);
+    const [payment] = await db.payments(orderId);
     // The provider committed the charge although we never heard back.
     await new Promise((r) => setTimeout(r, 1600));
     const charged = await providerCharges(app.providerUrl, payment.id);
@@ -170,7 +163,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     const orderId = await newOrder();
     const key = uniqueKey();
     await crash(key, orderId, 2400, 'crash-before-charge');
-    const [payment] = await paymentsOf(orderId);
+    const [payment] = await db.payments(orderId);
     await expireLease(key);
 
     // The winner holds its lease a while (delay fault): the loser finds it live.
@@ -178,7 +171,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect([a.status, b.status].sort()).toEqual([201, 409]);
     expect((a.status === 409 ? a : b).headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
-    expect(await paymentsOf(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
+    expect(await db.payments(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
   });
 
   it('stores a decline (402) and an unknown order (404), and replays both', async () => {
@@ -188,10 +181,10 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(declined.status).toBe(402);
     expect(JSON.parse(declined.text)).toMatchObject({ code: 'payment_declined', status: 402 });
     expect((await pay(declineKey, orderId, 1313)).text).toBe(declined.text);
-    const [payment] = await paymentsOf(orderId);
+    const [payment] = await db.payments(orderId);
     expect(payment.status).toBe('declined');
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(0);
-    expect(await orderStatus(orderId)).toBe('pending');
+    expect(await db.orderStatus(orderId)).toBe('pending');
     expect(await keyRow(declineKey)).toMatchObject({ status: 'completed' });
 
     const unknownKey = uniqueKey();
@@ -199,7 +192,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     const missing = await pay(unknownKey, unknownOrder, 100);
     expect(missing.status).toBe(404);
     expect((await pay(unknownKey, unknownOrder, 100)).text).toBe(missing.text);
-    expect(await paymentsOf(unknownOrder)).toHaveLength(0);
+    expect(await db.payments(unknownOrder)).toHaveLength(0);
     expect(await keyRow(unknownKey)).toMatchObject({ status: 'completed' });
   });
 });

@@ -153,13 +153,6 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         'idempotency-key': key,
         ...(fault ? { 'x-demo-fault': fault } : {}),
       });
-    const paymentsOf = (orderId: string) =>
-      db.query<{ id: string; status: string; provider_charge_id: string | null }>(
-        'SELECT id, status, provider_charge_id FROM payments WHERE order_id = $1',
-        [orderId],
-      );
-    const orderStatus = async (orderId: string) =>
-      (await db.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]))[0].status;
 
     describe('atomic: POST /v1/orders', () => {
       it('creates one order and records the exact response with the key', async () => {
@@ -249,8 +242,8 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         const charges = await providerCharges(providerUrl, body.id);
         expect(charges).toEqual([expect.objectContaining({ id: body.providerChargeId, amountCents: 1500 })]);
         expect(charges[0].idempotencyKey).not.toBe(key);
-        expect(await paymentsOf(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
-        expect(await orderStatus(orderId)).toBe('paid');
+        expect(await db.payments(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
+        expect(await db.orderStatus(orderId)).toBe('paid');
         expect((await db.keys('acme', key))[0]).toMatchObject({ status: 'completed', response_code: 201 });
       });
 
@@ -264,8 +257,8 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
         expect([a.status, b.status].sort()).toEqual([201, 409]);
         expect((a.status === 409 ? a : b).headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
-        const [payment] = await paymentsOf(orderId);
-        expect(await paymentsOf(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
+        const [payment] = await db.payments(orderId);
+        expect(await db.payments(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
         expect(await providerCharges(providerUrl, payment.id)).toHaveLength(1);
       });
 
@@ -274,7 +267,7 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         const key = uniqueKey();
         const lost = await pay(urls[0], key, { orderId, amountCents: 2300 }, 'provider-timeout');
         expect(lost.status).toBe(504);
-        const [payment] = await paymentsOf(orderId);
+        const [payment] = await db.payments(orderId);
         // The provider commits the charge, then answers after we gave up.
         const [charged] = await eventually('the provider to record the charge', async () => {
           const charges = await providerCharges(providerUrl, payment.id);
@@ -287,7 +280,7 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         expect(await providerCharges(providerUrl, payment.id)).toEqual([
           expect.objectContaining({ id: charged.id, idempotencyKey: charged.idempotencyKey }),
         ]);
-        expect(await paymentsOf(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: charged.id }]);
+        expect(await db.payments(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: charged.id }]);
       });
 
       it('stores a decline (402) and replays it; the order stays unpaid', async () => {
@@ -299,8 +292,8 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         expect(declined.status).toBe(402);
         expect(JSON.parse(declined.text)).toMatchObject({ code: 'payment_declined' });
         expect(replay.text).toBe(declined.text);
-        expect(await paymentsOf(orderId)).toEqual([expect.objectContaining({ status: 'declined' })]);
-        expect(await orderStatus(orderId)).toBe('pending');
+        expect(await db.payments(orderId)).toEqual([expect.objectContaining({ status: 'declined' })]);
+        expect(await db.orderStatus(orderId)).toBe('pending');
       });
     });
 

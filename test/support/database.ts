@@ -34,6 +34,17 @@ export class TestDatabase {
     );
   }
 
+  async payments(orderId: string) {
+    return this.query<{ id: string; status: string; provider_charge_id: string | null }>(
+      'SELECT id, status, provider_charge_id FROM payments WHERE order_id = $1',
+      [orderId],
+    );
+  }
+
+  async orderStatus(orderId: string): Promise<string> {
+    return (await this.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]))[0].status;
+  }
+
   /** The order's `paid_cents`, which the order-payments consumer adds to. */
   async paidCents(orderId: string): Promise<number> {
     const [row] = await this.query<{ paid_cents: string }>('SELECT paid_cents FROM orders WHERE id = $1', [orderId]);
