@@ -10,7 +10,7 @@ import { Reflector } from '@nestjs/core';
 import { map } from 'rxjs';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { IdempotencyModule, IdempotencyProblemType } from 'nestjs-pg-idempotency';
+import { type IdempotencyEvent, IdempotencyModule, IdempotencyProblemType } from 'nestjs-pg-idempotency';
 import type { DataSource } from 'typeorm';
 import { createLibraryApp } from './library-app';
 
@@ -344,5 +344,30 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
     const [row] = await dataSource.query('SELECT response_body FROM idempotency_keys WHERE idem_key = $1', [k]);
     expect(row.response_body.toString('utf8')).not.toContain('SECRET');
     expect(await effects(dataSource, t)).toEqual(['account']);
+  });
+});
+
+describe('IdempotencyModule events when an onReplay hook throws', () => {
+  let app: INestApplication;
+  const events: IdempotencyEvent[] = [];
+  beforeAll(async () => {
+    ({ app } = await createLibraryApp(
+      IdempotencyModule.forRoot({
+        onEvent: (event) => events.push(event),
+        onReplay: () => {
+          throw new Error('a hook that fails');
+        },
+      }),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('reports the replay once, never a second time as released', async () => {
+    const k = key();
+    const body = { tag: tag() };
+    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send(body).expect(201);
+    events.length = 0;
+    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send(body).expect(500);
+    expect(events.map((event) => event.type)).toEqual(['replayed']);
   });
 });

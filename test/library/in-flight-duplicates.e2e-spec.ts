@@ -4,6 +4,8 @@ import { IsInt, IsString } from 'class-validator';
 import request from 'supertest';
 import { IdempotencyModule, IdempotencyProblemType, Idempotent } from 'nestjs-pg-idempotency';
 import type { DataSource } from 'typeorm';
+// Not public: the test reads how many keys are in flight, to see that none is left behind.
+import { InFlightKeys } from '../../libs/idempotency/src/replay/in-flight-keys';
 import { createLibraryApp, Effects } from './library-app';
 
 class SlowDto {
@@ -52,6 +54,10 @@ describe('in-flight duplicates in one process', () => {
       { poolSize: 4 },
       { controllers: [InFlightController] },
     ));
+  });
+  afterEach(() => {
+    // Every attempt landed: no key stays in flight after its burst.
+    expect(app.get(InFlightKeys, { strict: false }).size).toBe(0);
   });
   afterAll(() => app.close());
 

@@ -239,6 +239,31 @@ describe('atomic requests inside an app transaction that rolls back, with the re
   });
 });
 
+describe('concurrent duplicates inside an app transaction that rolls back', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
+      nest.useGlobalInterceptors(new TransactionFailingOnce(nest.get(TransactionHost))),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('never hands a duplicate the outcome of an attempt whose transaction has not committed', async () => {
+    const t = tag();
+    const k = randomUUID();
+    const send = () => request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
+    const first = send().then((response) => response);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the first holds the claim, uncommitted
+    const duplicate = await send();
+    expect((await first).status).toBe(500); // its app transaction rolled back after the handler
+    // The duplicate waited on the row lock, then ran the handler itself: its 201 is committed.
+    expect(duplicate.status).toBe(201);
+    expect(await effects(dataSource, t)).toEqual(['slow']);
+    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
+  });
+});
+
 describe('atomic transactions under a DataSource isolation level', () => {
   let app: INestApplication;
   let dataSource: DataSource;

@@ -348,12 +348,17 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         });
       } else {
         it('prepares again where a server session lacks the statements, until the third loss turns preparing off', async () => {
-          // Every RECONNECT hands the connection a new server session; the app prepares again
-          // each time until its third loss, then sends the statements whole.
+          // Every RECONNECT hands the connections new server sessions; the app prepares again
+          // until a third connection lost its statements, then sends the statements whole.
+          // Four creates at once take several of its connections.
           let cycles = 0;
           for (; cycles < 10; cycles++) {
             const before = traffic.snapshot();
             await createAfterReconnect();
+            const created = await Promise.all(
+              Array.from({ length: 4 }, () => order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 })),
+            );
+            expect(created.map((response) => response.status)).toEqual([201, 201, 201, 201]);
             const cycle = diff(traffic.snapshot(), before);
             if (cycle.prepares === 0 && cycle.executes === 0) break;
           }

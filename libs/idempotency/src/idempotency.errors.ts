@@ -90,7 +90,8 @@ export class IdempotencyRejection extends Error {
 
   /**
    * 503: the database could not be reached (see `isDatabaseUnavailable`). Nothing is claimed
-   * unless its commit was cut off, and then the retry replays it: either way the client retries.
+   * unless its commit was cut off, and then the retry replays it; a phased attempt keeps its
+   * recovery points (and, if it could not release it, its lease): either way the client retries.
    */
   static databaseUnavailable(retryAfterSeconds: number): IdempotencyRejection {
     return new IdempotencyRejection(
@@ -99,7 +100,7 @@ export class IdempotencyRejection extends Error {
         type: IdempotencyProblemType.databaseUnavailable,
         title: 'Database unavailable',
         status: 503,
-        detail: 'The database could not be reached. Retry with the same key later: nothing of this request will be done twice.',
+        detail: 'The database could not be reached. Retry with the same key after Retry-After seconds.',
       },
       { 'retry-after': String(retryAfterSeconds) },
     );

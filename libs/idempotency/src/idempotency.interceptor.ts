@@ -83,8 +83,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const pattern = routePattern(context, http);
     const scope = route.scope ?? `${http.method.toUpperCase()} ${pattern}`;
     let request: IdempotentRequest | undefined;
-    const report = (type: IdempotencyEventType, statusCode?: number) =>
+    // One event per request: an onReplay hook or a header that throws after the outcome was
+    // reported must not report it a second time as released.
+    let reported = false;
+    const report = (type: IdempotencyEventType, statusCode?: number) => {
+      if (reported) return;
+      reported = true;
       this.events.emit({ type, scope, mode, statusCode, durationMs: performance.now() - started });
+    };
     try {
       request = await this.describe(context, next, route, http, pattern, scope);
       if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });

@@ -1,3 +1,4 @@
+import { BadGatewayException } from '@nestjs/common';
 import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { isDatabaseUnavailable } from './postgres-errors';
 
@@ -15,7 +16,6 @@ describe('isDatabaseUnavailable', () => {
     ['too many connections (53300)', withCode('53300')],
     ['a connection exception (class 08)', withCode('08006')],
     ['TypeORM wrapping one', new QueryFailedError('INSERT', [], withCode('57P01'))],
-    ['a cause', new Error('wrapped', { cause: withCode('ECONNREFUSED') })],
     ["TypeORM's runner released after its connection failed", new QueryRunnerAlreadyReleasedError()],
   ])('classifies %s as unavailable', (_name, error) => {
     expect(isDatabaseUnavailable(error)).toBe(true);
@@ -26,6 +26,9 @@ describe('isDatabaseUnavailable', () => {
     ['a lock timeout', withCode('55P03')],
     ['a serialization failure', withCode('40001')],
     ['a syntax error', withCode('42601')],
+    ['a protocol violation (08P01: a bind with too few parameters)', new QueryFailedError('SELECT', [], withCode('08P01'))],
+    ['an HTTP client whose peer refused (fetch)', new TypeError('fetch failed', { cause: withCode('ECONNREFUSED') })],
+    ["the app's 502 over a refused connection", new BadGatewayException('provider down', { cause: withCode('ECONNREFUSED') })],
     ['a plain bug', new TypeError('x is not a function')],
     ['not an error', 'ECONNREFUSED'],
     ['null', null],
@@ -33,9 +36,9 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(error)).toBe(false);
   });
 
-  it('stops at a bounded depth on a cycle of causes', () => {
-    const error: Error & { cause?: unknown } = new Error('loop');
-    error.cause = error;
+  it('stops at a bounded depth on a cycle of wrapped errors', () => {
+    const error: Error & { driverError?: unknown } = new Error('loop');
+    error.driverError = error;
     expect(isDatabaseUnavailable(error)).toBe(false);
   });
 });

@@ -40,11 +40,13 @@ export class ClaimConflictError extends Error {
 /** SQLSTATEs that say the server went away or cannot take the connection, not that the SQL failed. */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
 
+/** Class 08 is the connection's, but 08P01 (protocol_violation) is a statement's bug, e.g. a bind with too few parameters. */
+const PROTOCOL_VIOLATION = '08P01';
+
 /** Socket errors of a connection that could not be made or was cut. */
 const UNAVAILABLE_SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
-  'ECONNABORTED',
   'EPIPE',
   'ETIMEDOUT',
   'EHOSTUNREACH',
@@ -61,40 +63,44 @@ const UNAVAILABLE_MESSAGES = [
 ];
 
 /**
+ * TypeORM releases a query runner whose connection emitted an error, and every later statement
+ * on it throws this. A request's own runner is released only when its transaction ends, after
+ * the handler: met during the request, it means the connection was lost under it.
+ */
+const RELEASED_RUNNER = 'QueryRunnerAlreadyReleasedError';
+
+/**
  * Whether an error says the database could not be reached, rather than that a statement failed:
- * a refused, reset or cut connection, the server shutting down or starting (SQLSTATE class 08,
- * 57P01 to 57P03, 57P05), too many connections (53300), a pool that could not get one in time, or
- * a TypeORM query runner released after its connection failed.
- * Such a failure is transient: nothing was committed unless the COMMIT itself was cut off, and a
- * retry with the same key is answered correctly either way. Looks through TypeORM's
- * `driverError`, `cause` and `AggregateError` (several addresses refused).
+ * a refused, reset or cut connection, the server shutting down or starting (SQLSTATE class 08
+ * but 08P01, 57P01 to 57P03, 57P05), too many connections (53300), a pool that could not get one
+ * in time, or a TypeORM query runner released after its connection failed. Such a failure is
+ * transient: nothing was committed unless the COMMIT itself was cut off, and a retry with the
+ * same key is answered correctly either way. Looks through TypeORM's `driverError` and an
+ * `AggregateError` (several addresses refused), but not through `cause`, and never takes an
+ * HttpException: an HTTP client's refused connection, wrapped in the app's 502, is not the
+ * database's.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return unavailable(error, 0);
 }
 
-/**
- * TypeORM releases a query runner whose connection emitted an error, and every later statement
- * on it throws this: mid-request, the connection was lost under the transaction.
- */
-const RELEASED_RUNNER = 'QueryRunnerAlreadyReleasedError';
-
 function unavailable(error: unknown, depth: number): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
-  const { name, code, message, driverError, cause, errors } = error as {
+  const { name, code, message, driverError, errors, getStatus } = error as {
     name?: unknown;
     code?: unknown;
     message?: unknown;
     driverError?: unknown;
-    cause?: unknown;
     errors?: unknown;
+    getStatus?: unknown;
   };
+  if (typeof getStatus === 'function') return false; // an HttpException: the app's own answer
   if (name === RELEASED_RUNNER) return true;
   if (typeof code === 'string') {
-    if (code.startsWith('08') && code.length === 5) return true;
+    if (code.length === 5 && code.startsWith('08') && code !== PROTOCOL_VIOLATION) return true;
     if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
   }
   if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((known) => message.startsWith(known))) return true;
-  if (unavailable(driverError, depth + 1) || unavailable(cause, depth + 1)) return true;
+  if (unavailable(driverError, depth + 1)) return true;
   return Array.isArray(errors) && errors.some((inner) => unavailable(inner, depth + 1));
 }

@@ -21,7 +21,18 @@ describe('PreparedStatements', () => {
     expect(prepared.render(connection, claim, escape)).toMatch(/^PREPARE /);
   });
 
-  it('sends statements whole after the third loss: the sessions change under the pool', () => {
+  it('keeps preparing when one connection loses its statements again and again (a handler that deallocates)', () => {
+    const prepared = new PreparedStatements();
+    const connection = {};
+    for (let loss = 0; loss < 5; loss++) {
+      prepared.render(connection, claim, escape);
+      prepared.settle(connection, true);
+      expect(prepared.forget(connection)).toBe(false);
+    }
+    expect(prepared.enabled).toBe(true);
+  });
+
+  it('sends statements whole once a third connection lost them: the sessions change under the pool', () => {
     const prepared = new PreparedStatements();
     const losses = [{}, {}, {}].map((connection) => {
       prepared.render(connection, claim, escape);

@@ -12,7 +12,8 @@ import { type EscapeLiteral, executeStatement, inlineParameters, type SqlStateme
  */
 export class PreparedStatements {
   private readonly byConnection = new WeakMap<object, Map<string, string>>();
-  /** Times a connection found its statements gone (SQLSTATE 26000). */
+  /** Connections that found their statements gone (SQLSTATE 26000) at least once. */
+  private readonly lostOn = new WeakSet<object>();
   private vanished = 0;
   /** Names whose PREPARE went out in a batch not yet known to have run, per connection. */
   private readonly unconfirmed = new WeakMap<object, Set<string>>();
@@ -66,12 +67,16 @@ export class PreparedStatements {
 
   /**
    * The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use.
-   * Returns true when this was once too often and statements are sent whole from now on.
+   * Returns true when this was the third connection to lose them: statements are sent whole
+   * from now on.
    */
   forget(connection: object): boolean {
     this.byConnection.delete(connection);
     this.unconfirmed.delete(connection);
-    if (!this.enabled) return false;
+    // Counted once per connection: one handler that runs DEALLOCATE ALL again and again is not
+    // a pooler moving sessions.
+    if (!this.enabled || this.lostOn.has(connection)) return false;
+    this.lostOn.add(connection);
     this.vanished++;
     return !this.enabled;
   }
@@ -81,7 +86,7 @@ export class PreparedStatements {
  * A connection keeps its server session unless something in between swaps it; `DISCARD ALL`
  * by the app is rare. Three losses mean a pooler in transaction mode, not an accident.
  */
-const GIVE_UP_AFTER_VANISHED = 3;
+const GIVE_UP_AFTER_VANISHED = 3; // connections
 
 /** SQLSTATE 26000 invalid_sql_statement_name: EXECUTE of a statement the session does not have. */
 export const UNKNOWN_PREPARED_STATEMENT = '26000';

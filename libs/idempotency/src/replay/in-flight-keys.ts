@@ -24,6 +24,11 @@ export interface Flight {
 export class InFlightKeys {
   private readonly flights = new Map<string, Promise<Landing>>();
 
+  /** Keys with an attempt running in this process. */
+  get size(): number {
+    return this.flights.size;
+  }
+
   /** Leads the key (a `Flight` to land), or gives the running twin's landing to wait for. */
   take(identity: string): { flight: Flight } | { twin: Promise<Landing> } {
     const twin = this.flights.get(identity);
