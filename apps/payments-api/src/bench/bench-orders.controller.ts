@@ -1,10 +1,8 @@
-import { Body, Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.decorator';
 import { CreateOrderDto } from '../orders/create-order.dto';
 import type { OrderView } from '../orders/order.view';
 import { OrdersController } from '../orders/orders.controller';
-
-type HttpRequest = Parameters<OrdersController['create']>[2];
 
 /**
  * `POST /bench/orders`, the benchmark's baseline: `POST /v1/orders` without `@Idempotent()`.
@@ -20,11 +18,10 @@ export class BenchOrdersController {
   create(
     @Tenant() tenantId: string,
     @Body() dto: CreateOrderDto,
-    @Req() request: HttpRequest,
     @Res({ passthrough: true }) response: unknown,
   ): Promise<OrderView> {
     // A plain method call runs the handler alone: Nest applies a route's interceptors, and so
     // @Idempotent(), only when it routes a request to that route itself.
-    return this.orders.create(tenantId, dto, request, response);
+    return this.orders.create(tenantId, dto, response);
   }
 }

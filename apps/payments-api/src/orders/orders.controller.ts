@@ -1,29 +1,28 @@
-import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { ApiCreatedResponse } from '@nestjs/swagger';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
 import { OrderEvents } from '../events/order-events';
-import { DemoFaults } from '../faults/demo-faults';
+import { eventFaultHeaders } from '../faults/demo-faults';
+import { DemoFault, WithDemoFaults } from '../faults/with-demo-faults.decorator';
 import { CreateOrderDto } from './create-order.dto';
 import { ORDER_VIEW_SCHEMA, toOrderView, type OrderView } from './order.view';
 import { OrdersService } from './orders.service';
-
-type HttpRequest = Parameters<DemoFaults['delayIfAsked']>[0];
 
 @Controller('v1/orders')
 @ApiKeyRequired()
 export class OrdersController {
   constructor(
     private readonly orders: OrdersService,
-    private readonly faults: DemoFaults,
     private readonly adapterHost: HttpAdapterHost,
     private readonly events: OrderEvents,
   ) {}
 
   @Post()
   @HttpCode(201)
+  @WithDemoFaults('delay', 'fail-transient', 'crash-after-commit')
   @Idempotent()
   @ApiCreatedResponse({
     description: 'The order; replays of its key answer these very bytes.',
@@ -33,15 +32,12 @@ export class OrdersController {
   async create(
     @Tenant() tenantId: string,
     @Body() dto: CreateOrderDto,
-    @Req() request: HttpRequest,
     @Res({ passthrough: true }) response: unknown,
+    @DemoFault() fault?: string,
   ): Promise<OrderView> {
-    await this.faults.delayIfAsked(request);
     const order = await this.orders.create(tenantId, dto);
     // In the order's transaction: the event exists exactly when the order does.
-    await this.events.created(order, this.faults.eventHeaders(request));
-    this.faults.failIfAsked(request);
-    this.faults.armCrashAfterCommit(request);
+    await this.events.created(order, eventFaultHeaders(fault));
     this.adapterHost.httpAdapter.setHeader(response, 'Location', `/v1/orders/${order.id}`);
     return toOrderView(order);
   }

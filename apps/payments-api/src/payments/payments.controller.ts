@@ -1,34 +1,30 @@
-import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
 import { Idempotent, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
 import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
-import { DemoFaults } from '../faults/demo-faults';
+import { paymentFaults } from '../faults/demo-faults';
+import { DemoFault, WithDemoFaults } from '../faults/with-demo-faults.decorator';
 import { CreatePaymentDto } from './create-payment.dto';
 import type { PaymentView } from './payment.view';
 import { PaymentsService } from './payments.service';
 
-type HttpRequest = Parameters<DemoFaults['paymentFaults']>[0];
-
 @Controller('v1/payments')
 @ApiKeyRequired()
 export class PaymentsController {
-  constructor(
-    private readonly payments: PaymentsService,
-    private readonly faults: DemoFaults,
-  ) {}
+  constructor(private readonly payments: PaymentsService) {}
 
   /** Phased: it calls the card processor, which no database transaction can span. */
   @Post()
   @HttpCode(201)
+  @WithDemoFaults('delay')
   @Idempotent({ phased: true })
-  async capture(
+  capture(
     @Tenant() tenantId: string,
     @Body() dto: CreatePaymentDto,
     @Phases() phases: IdempotentPhases,
-    @Req() request: HttpRequest,
+    @DemoFault() fault?: string,
   ): Promise<PaymentView> {
-    await this.faults.delayIfAsked(request);
-    return this.payments.capture(tenantId, dto, phases, this.faults.paymentFaults(request));
+    return this.payments.capture(tenantId, dto, phases, paymentFaults(fault));
   }
 
   @Get(':id')
