@@ -55,7 +55,8 @@ export type {
 } from './messaging/messaging-transport';
 export { MessagingCleanup, type CleanupResult } from './messaging/messaging-cleanup';
 export { Inbox, type InboxOutcome } from './inbox/inbox.service';
-export { InboxHandler, type InboxHandlerOptions } from './inbox/inbox-handler.decorator';
+export { InboxHandler } from './inbox/inbox-handler.decorator';
+export type { InboxHandlerOptions } from './inbox/inbox-handler.options';
 export { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox/inbox.errors';
 export { Outbox, type OutboxEvent, type PublishedEvent } from './outbox/outbox.service';
 export { OutboxRelay, type RelayBatchResult } from './outbox/outbox-relay';

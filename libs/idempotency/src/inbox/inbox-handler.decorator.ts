@@ -1,15 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { INBOX_HANDLER } from '../messaging/messaging.constants';
+import type { InboxHandlerMetadata, InboxHandlerOptions } from './inbox-handler.options';
 import { InboxInterceptor } from './inbox.interceptor';
-
-export interface InboxHandlerOptions {
-  /** Overrides the module's `inbox.maxAttempts` for this handler. */
-  maxAttempts?: number;
-}
-
-export interface InboxHandlerMetadata extends InboxHandlerOptions {
-  consumer: string;
-}
 
 /**
  * Applies each message of a message handler once (`@EventPattern()` with manual acks): the

@@ -12,7 +12,7 @@ import { MESSAGING_OPTIONS, INBOX_HANDLER } from '../messaging/messaging.constan
 import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import type { InboxSettlement } from '../messaging/messaging.options';
 import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-transport';
-import type { InboxHandlerMetadata } from './inbox-handler.decorator';
+import type { InboxHandlerMetadata } from './inbox-handler.options';
 import { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox.errors';
 import { Inbox } from './inbox.service';
 

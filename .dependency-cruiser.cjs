@@ -1,0 +1,36 @@
+/**
+ * The circle check (`npm run deps:check`): no module may reach itself through its imports.
+ *
+ * Type-only imports count. They vanish from the emitted JavaScript, so they cannot break the
+ * load order today, but two files that name each other's types still cannot be read or moved
+ * apart, and one `import type` turned into a value import later brings back the half-loaded
+ * module (a decorator or class `undefined` at the moment it is used). Breaking such a circle
+ * costs one shared file for the type.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment:
+        'This import closes a circle. Move what both files need (a type, a constant, a token) into ' +
+        'a file of its own that both import.',
+      from: { path: '^(libs|apps|tools|bench|test|migrations)/' },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist|\\.data)/' },
+    // Sees `import type` and type-only re-exports, which the emitted JavaScript no longer has.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.cjs', '.mjs', '.d.ts', '.json'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
