@@ -1,6 +1,17 @@
 import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
-import type { ExistingKey } from './idempotency-key.store';
+
+/** A row someone else claimed first, as this transaction sees it. */
+export interface ExistingKey {
+  status: 'in_progress' | 'completed';
+  requestHash: string;
+  expired: boolean;
+  /** Milliseconds the row has left to live, by the database's clock. */
+  expiresInMs: number;
+  /** Phased mode: whole seconds left on a live lease (undefined when there is none). */
+  leaseSecondsLeft?: number;
+  response?: StoredResponse;
+}
 
 /** A completed outcome to replay, and how long its row has left to live. */
 export interface StoredReplay {

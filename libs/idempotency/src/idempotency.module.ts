@@ -9,6 +9,7 @@ import { IdempotencyEvents } from './events/idempotency-events';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
 import { OpenApiDocumenter } from './openapi/openapi-documenter';
+import { LeaseStore } from './phased/lease.store';
 import { PhasedRunner } from './phased/phased.runner';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { InFlightKeys } from './replay/in-flight-keys';
@@ -37,13 +38,14 @@ import {
     CleanupScheduler,
     OpenApiDocumenter,
     IdempotencyKeyStore,
+    LeaseStore,
     AtomicRunner,
     PhasedRunner,
     IdempotencyInterceptor,
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, InFlightKeys, IdempotencyCleanup, IdempotencyKeyStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, InFlightKeys, IdempotencyCleanup, IdempotencyKeyStore, LeaseStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
 })
 export class IdempotencyModule {
   // The builder makes the options providers; this class only takes them over. Composed rather

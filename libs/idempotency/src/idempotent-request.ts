@@ -1,7 +1,7 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
 import type { ClassTransformOptions } from 'class-transformer';
 import type { StoredResponse } from './idempotency.options';
-import type { KeyId } from './idempotency-key.store';
+import type { KeyId } from './key-id';
 import type { RouteOptions } from './route-options';
 
 /** One request on an idempotent route, after its key, tenant and fingerprint are known. */

@@ -7,7 +7,16 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
-import { type ClaimResult, IdempotencyKeyStore, SAVEPOINT_STATEMENTS } from '../idempotency-key.store';
+import {
+  type ClaimResult,
+  claimFailure,
+  claimResultFrom,
+  claimStatement,
+  recordFailure,
+  recordStatement,
+  SAVEPOINT_STATEMENTS,
+} from '../idempotency-key.statements';
+import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimConflictError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
@@ -71,28 +80,25 @@ export class AtomicRunner implements IdempotentRunner {
         this.execute(request, claimStarted, {
           firstClaim: () => this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
           savepointTaken: false,
-          record: (response) => this.store.complete(id, response),
+          record: (response) => this.store.record(id, response),
         }),
       );
     }
-    const claim = this.store.claimStatement(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
+    const claim = claimStatement(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
     return BatchedTransaction.run(
       own.dataSource,
       {
         isolationLevel: own.isolationLevel,
         prepared: this.prepared,
         afterStart: [claim, ...SAVEPOINT_STATEMENTS],
-        startFailure: (error) => this.store.claimFailure(error),
+        startFailure: claimFailure,
       },
       (transaction, [claimRows]) =>
         this.transactions.runWith(transaction.manager, () =>
           this.execute(request, claimStarted, {
-            firstClaim: async () => this.store.claimResult(claimRows ?? []),
+            firstClaim: async () => claimResultFrom(claimRows ?? []),
             savepointTaken: true,
-            record: async (response) =>
-              transaction.commitWith([this.store.completeStatement(id, response)], (error) =>
-                this.store.completeFailure(error),
-              ),
+            record: async (response) => transaction.commitWith([recordStatement(id, response)], recordFailure),
           }),
         ),
     );

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { purgeExpiredStatement } from '../idempotency-key.statements';
 import { drainInBatches } from '../periodic-task';
 import { TransactionHostRef } from '../transaction-host.ref';
 
@@ -53,24 +54,8 @@ export class IdempotencyCleanup {
   }
 
   private async deleteBatch(batchSize: number): Promise<number> {
-    const rows: { removed: number }[] = await this.transactions.host.tx.query(
-      `WITH doomed AS (
-         SELECT tenant_id, endpoint, idem_key
-           FROM idempotency_keys
-          WHERE expires_at <= now()
-            AND (status = 'completed' OR locked_until IS NULL OR locked_until <= now())
-          ORDER BY expires_at
-          LIMIT $1
-          FOR UPDATE SKIP LOCKED
-       ), deleted AS (
-         DELETE FROM idempotency_keys AS k
-          USING doomed AS d
-          WHERE k.tenant_id = d.tenant_id AND k.endpoint = d.endpoint AND k.idem_key = d.idem_key
-         RETURNING 1
-       )
-       SELECT count(*)::integer AS removed FROM deleted`,
-      [batchSize],
-    );
+    const { text, values } = purgeExpiredStatement(batchSize);
+    const rows: { removed: number }[] = await this.transactions.host.tx.query(text, [...values]);
     return rows[0]?.removed ?? 0;
   }
 }

@@ -2,8 +2,9 @@ import type { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { childKey } from '../child-key';
 import { bindCurrentOperation } from '../current-operation';
-import type { IdempotencyKeyStore, KeyId } from '../idempotency-key.store';
+import type { KeyId } from '../key-id';
 import { LeaseLostError } from './lease-lost.error';
+import type { LeaseStore } from './lease.store';
 
 /** What a phased request needs to record its recovery points. */
 export interface PhasesContext {
@@ -15,7 +16,7 @@ export interface PhasesContext {
   generation: string;
   recoveryPoint: string | null;
   stepState: Record<string, unknown>;
-  store: IdempotencyKeyStore;
+  leases: LeaseStore;
   txHost: TransactionHost<TransactionalAdapterTypeOrm>;
 }
 
@@ -101,8 +102,8 @@ export class IdempotentPhases {
   }
 
   private async record(name: string, value: unknown): Promise<void> {
-    const { store, id, owner, leaseSeconds } = this.context;
-    if (!(await store.recordStep(id, owner, name, value, leaseSeconds))) throw new LeaseLostError(name);
+    const { leases, id, owner, leaseSeconds } = this.context;
+    if (!(await leases.recordStep(id, owner, name, value, leaseSeconds))) throw new LeaseLostError(name);
   }
 
   private remember(name: string, value: unknown): unknown {

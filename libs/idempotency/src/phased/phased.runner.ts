@@ -8,12 +8,14 @@ import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
-import { IdempotencyKeyStore, type LeaseClaim } from '../idempotency-key.store';
+import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimConflictError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { IdempotentPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
+import type { LeaseClaim } from './lease.statements';
+import { LeaseStore } from './lease.store';
 import { PHASES } from './phases.decorator';
 
 type LeaseOrReplay =
@@ -32,7 +34,8 @@ export class PhasedRunner implements IdempotentRunner {
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly store: IdempotencyKeyStore,
+    private readonly keys: IdempotencyKeyStore,
+    private readonly leases: LeaseStore,
     private readonly transactions: TransactionHostRef,
     private readonly events: IdempotencyEvents,
   ) {}
@@ -57,13 +60,13 @@ export class PhasedRunner implements IdempotentRunner {
       generation: claim.lease.generation,
       recoveryPoint: claim.lease.recoveryPoint,
       stepState: claim.lease.stepState,
-      store: this.store,
+      leases: this.leases,
       txHost: this.transactions.host,
     });
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
     try {
       const { response, failed } = await settleHandler(request, this.options);
-      if (!(await this.store.completeLease(id, owner, response))) throw new LeaseLostError('finished');
+      if (!(await this.leases.completeLease(id, owner, response))) throw new LeaseLostError('finished');
       this.logger.debug(`key ${label} completed with ${response.statusCode}`);
       return { kind: 'executed', response, failed };
     } catch (error) {
@@ -73,7 +76,7 @@ export class PhasedRunner implements IdempotentRunner {
       }
       // Transient (or not stored): the recovery points stay, the lease ends now, so the
       // client's retry resumes at once instead of waiting for the lease to run out.
-      await this.store.releaseLease(id, owner).catch((releaseError: unknown) => {
+      await this.leases.releaseLease(id, owner).catch((releaseError: unknown) => {
         this.logger.warn(`key ${label}: could not release the lease (${String(releaseError)})`);
       });
       this.logger.debug(`key ${label} released its lease after a failure`);
@@ -91,17 +94,17 @@ export class PhasedRunner implements IdempotentRunner {
     for (let attempt = 0; attempt < 2; attempt++) {
       let lease: LeaseClaim;
       try {
-        lease = await this.store.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
+        lease = await this.leases.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
       } catch (error) {
         if (error instanceof ClaimConflictError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };
-      const existing = await this.store.read(id);
+      const existing = await this.keys.read(id);
       if (!existing) continue;
       const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
       if (resolution !== 'expired') return { claimed: false, replay: resolution };
-      await this.store.deleteExpired(id);
+      await this.keys.deleteExpired(id);
     }
     throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
   }

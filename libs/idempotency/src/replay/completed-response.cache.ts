@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import type { StoredResponse } from '../idempotency.options';
-import type { KeyId } from '../idempotency-key.store';
+import type { KeyId } from '../key-id';
 import { keyIdentity } from './key-identity';
 
 interface CachedOutcome {

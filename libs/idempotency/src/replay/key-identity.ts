@@ -1,4 +1,4 @@
-import type { KeyId } from '../idempotency-key.store';
+import type { KeyId } from '../key-id';
 
 /** One string per (tenant, scope, key): the name a key goes by in process memory. */
 export function keyIdentity(id: KeyId): string {
