@@ -22,6 +22,9 @@ module.exports = {
   moduleNameMapper: {
     // The package root only: its exports map gives users no deep imports, so neither do we.
     '^nestjs-pg-idempotency$': '<rootDir>/libs/idempotency/src',
+    // Workspace tooling, not a package ('#' names cannot come from npm). The global set-up, which
+    // Jest loads with Node's require and no mapper, finds it through package.json "imports".
+    '^#tools/embedded-postgres$': '<rootDir>/tools/embedded-postgres/src',
   },
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/setup/global-setup.ts',

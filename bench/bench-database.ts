@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
-import { findFreePort, startEmbeddedPostgres } from '../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort, startEmbeddedPostgres } from '#tools/embedded-postgres';
 import { postgresCpuMilliseconds } from './postgres-cpu';
 import { REPO_ROOT } from './repo-paths';
 

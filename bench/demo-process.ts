@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { findFreePort } from '../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort } from '#tools/embedded-postgres';
 import type { BenchStats } from '../apps/payments-api/src/bench/bench-stats.service';
 import { DEMO_MAIN } from './repo-paths';
 

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
-import { findFreePort } from '../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort } from '#tools/embedded-postgres';
 import { ProcessGroup } from './support/process-group';
 import { databaseUrl } from './support/test-app';
 

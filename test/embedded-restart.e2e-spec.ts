@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { findFreePort } from '../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort } from '#tools/embedded-postgres';
 import { AppProcess } from './support/app-process';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
-import { findFreePort, startEmbeddedPostgres } from '../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort, startEmbeddedPostgres } from '#tools/embedded-postgres';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { ProcessGroup } from './support/process-group';
 

@@ -24,7 +24,16 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const BUILDS = path.resolve(ROOT, process.env.DEMO_BUILD_DIR || '.data/build');
 /** Everything the build reads, this script included. */
-const INPUTS = ['apps', 'libs/idempotency/src', 'migrations', 'tsconfig.json', 'nest-cli.json', 'package-lock.json', 'tools/start-demo.js'];
+const INPUTS = [
+  'apps',
+  'libs/idempotency/src',
+  'tools/embedded-postgres',
+  'migrations',
+  'tsconfig.json',
+  'nest-cli.json',
+  'package-lock.json',
+  'tools/start-demo.js',
+];
 /** Builds kept, the most recently started first; older ones are removed. */
 const KEEP = 3;
 const WAIT_POLL_MS = 200;

@@ -4,7 +4,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Client } from 'pg';
-import { findFreePort } from '../../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort } from '#tools/embedded-postgres';
 
 const HOW_TO_INSTALL = 'install it (apt-get install -y pgbouncer) or point PGBOUNCER_BIN at the binary';
 

@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { findFreePort, startEmbeddedPostgres } from '../../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort, startEmbeddedPostgres } from '#tools/embedded-postgres';
 import { DEFAULT_TEST_AMQP_URL, probeBroker, redactUrl } from './broker-probe';
 import { TEST_STATE } from './test-state';
 

@@ -1,4 +1,4 @@
-import type { EmbeddedPostgresHandle } from '../../apps/payments-api/src/database/embedded-postgres';
+import type { EmbeddedPostgresHandle } from '#tools/embedded-postgres';
 
 /** Shared by globalSetup and globalTeardown, which Jest runs in one process. */
 export const TEST_STATE: { embedded?: { handle: EmbeddedPostgresHandle; dataDir: string } } =

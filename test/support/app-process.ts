@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { findFreePort } from '../../apps/payments-api/src/database/embedded-postgres';
+import { findFreePort } from '#tools/embedded-postgres';
 import { databaseUrl } from './test-app';
 
 const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { Logger } from '@nestjs/common';
-import { startEmbeddedPostgres } from './embedded-postgres';
+import { startEmbeddedPostgres } from '#tools/embedded-postgres';
 
 /** The database to use, and how to stop it when it is the embedded one (a no-op otherwise). */
 export interface ResolvedDatabase {

