@@ -39,7 +39,10 @@ export { idempotencyMigrations } from './migrations';
 
 // Messaging: the inbox (each message applied once) and the transactional outbox (none lost).
 export { IdempotencyMessagingModule } from './messaging/messaging.module';
-export { MESSAGING_ASYNC_OPTIONS_TYPE, MESSAGING_OPTIONS_TYPE } from './messaging/messaging.module-definition';
+export type {
+  IdempotencyMessagingModuleAsyncOptions,
+  IdempotencyMessagingModuleRootOptions,
+} from './messaging/messaging.module-definition';
 export type {
   CleanupOptions,
   InboxOptions,

@@ -1,18 +1,15 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { getTransactionHostToken, type TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsServiceManager } from 'nestjs-cls';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from './atomic/batched-transaction';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
+import { lookUpTransactionHost } from './transaction-host.lookup';
 
-/**
- * The app's `TransactionHost` for the configured connection. Looked up once every provider
- * exists (`onModuleInit`): the connection name is only known from the options, so it cannot be
- * a constructor dependency, and an earlier lookup would get an instance not yet constructed.
- */
+/** The app's `TransactionHost` for `transactionConnectionName`, found at start-up. */
 @Injectable()
 export class TransactionHostRef implements OnModuleInit {
   private resolved?: TransactionHost<TransactionalAdapterTypeOrm>;
@@ -23,15 +20,7 @@ export class TransactionHostRef implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const name = this.options.transactionConnectionName;
-    try {
-      this.resolved = this.moduleRef.get(getTransactionHostToken(name), { strict: false });
-    } catch {
-      throw new Error(
-        'IdempotencyModule needs a TransactionHost: register ClsModule with ClsPluginTransactional ' +
-          `and the TypeORM adapter${name ? ` for connection "${name}"` : ''} (see the README).`,
-      );
-    }
+    this.resolved = lookUpTransactionHost(this.moduleRef, this.options.transactionConnectionName, 'IdempotencyModule');
   }
 
   get host(): TransactionHost<TransactionalAdapterTypeOrm> {

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Propagation } from '@nestjs-cls/transactional';
 import { bindCurrentOperation } from '../current-operation';
 import { MAX_SHORT_STRING_BYTES, MESSAGING_OPTIONS } from '../messaging/messaging.constants';
 import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import { MissingMessageIdError } from './inbox.errors';
 import { InboxStore } from './inbox.store';
+import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 export type InboxOutcome<T> =
   | { status: 'applied'; messageId: string; result: T }
@@ -20,7 +20,7 @@ export class Inbox {
   constructor(
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: InboxStore,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly txHost: MessagingTransactionHost,
   ) {}
 
   /**

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Propagation } from '@nestjs-cls/transactional';
 import type { QueryRunner } from 'typeorm';
 import { isLockTimeout } from '../postgres-errors';
 import { type EscapeLiteral, inlineParameters } from '../sql-literals';
 import { MessageInFlightError } from './inbox.errors';
+import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 /** The part of the transaction's node-postgres client the claim uses. */
 interface PostgresClient {
@@ -19,7 +19,7 @@ interface PostgresResult {
 /** Every statement the library sends about processed messages lives here. */
 @Injectable()
 export class InboxStore {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly txHost: MessagingTransactionHost) {}
 
   /**
    * Records the message as processed in the current transaction; false when it already was.

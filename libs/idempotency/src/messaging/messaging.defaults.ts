@@ -13,6 +13,7 @@ export interface ResolvedMessagingOptions {
   inbox: Required<Omit<InboxOptions, 'onSettle'>> & Pick<InboxOptions, 'onSettle'>;
   outbox: Required<Omit<OutboxOptions, 'onPublished'>> & Pick<OutboxOptions, 'onPublished'>;
   cleanup: Required<CleanupOptions>;
+  transactionConnectionName?: string;
 }
 
 export function resolveMessagingOptions(options: MessagingModuleOptions = {}): ResolvedMessagingOptions {
@@ -21,6 +22,7 @@ export function resolveMessagingOptions(options: MessagingModuleOptions = {}): R
   const cleanup = options.cleanup ?? {};
   const resolved: ResolvedMessagingOptions = {
     transport: options.transport,
+    transactionConnectionName: options.transactionConnectionName,
     inbox: {
       maxAttempts: inbox.maxAttempts ?? 5,
       retryDelayMs: inbox.retryDelayMs ?? 200,

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { InboxInterceptor } from '../inbox/inbox.interceptor';
 import { Inbox } from '../inbox/inbox.service';
 import { InboxStore } from '../inbox/inbox.store';
@@ -8,7 +8,13 @@ import { OutboxStore } from '../outbox/outbox.store';
 import { MessagingCleanup } from './messaging-cleanup';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import { resolveMessagingOptions } from './messaging.defaults';
-import { ConfigurableMessagingModule, MESSAGING_MODULE_OPTIONS } from './messaging.module-definition';
+import {
+  ConfigurableMessagingModule,
+  type IdempotencyMessagingModuleAsyncOptions,
+  type IdempotencyMessagingModuleRootOptions,
+  MESSAGING_MODULE_OPTIONS,
+} from './messaging.module-definition';
+import { MessagingTransactionHost } from './messaging-transaction-host';
 import { TransportLifecycle } from './transport-lifecycle';
 
 /**
@@ -20,6 +26,7 @@ import { TransportLifecycle } from './transport-lifecycle';
 @Module({
   providers: [
     { provide: MESSAGING_OPTIONS, inject: [MESSAGING_MODULE_OPTIONS], useFactory: resolveMessagingOptions },
+    MessagingTransactionHost,
     InboxStore,
     Inbox,
     InboxInterceptor,
@@ -31,4 +38,14 @@ import { TransportLifecycle } from './transport-lifecycle';
   ],
   exports: [MESSAGING_OPTIONS, Inbox, InboxInterceptor, Outbox, OutboxRelay, MessagingCleanup],
 })
-export class IdempotencyMessagingModule extends ConfigurableMessagingModule {}
+export class IdempotencyMessagingModule {
+  // Composed rather than inherited from the builder's class, as IdempotencyModule is: the
+  // published declarations show these two entry points and their option types.
+  static forRoot(options: IdempotencyMessagingModuleRootOptions = {}): DynamicModule {
+    return { ...ConfigurableMessagingModule.forRoot(options), module: IdempotencyMessagingModule };
+  }
+
+  static forRootAsync(options: IdempotencyMessagingModuleAsyncOptions): DynamicModule {
+    return { ...ConfigurableMessagingModule.forRootAsync(options), module: IdempotencyMessagingModule };
+  }
+}

@@ -62,4 +62,9 @@ export interface MessagingModuleOptions {
   inbox?: InboxOptions;
   outbox?: OutboxOptions;
   cleanup?: CleanupOptions;
+  /**
+   * The `connectionName` given to `ClsPluginTransactional`, when the app names its
+   * transactional connection (several data sources). Default: the unnamed one.
+   */
+  transactionConnectionName?: string;
 }

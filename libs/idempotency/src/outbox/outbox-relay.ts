@@ -5,12 +5,12 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Propagation } from '@nestjs-cls/transactional';
 import { MESSAGING_OPTIONS } from '../messaging/messaging.constants';
 import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import type { OutboxMessage } from '../messaging/messaging-transport';
 import { type DueOutboxRow, OutboxStore } from './outbox.store';
+import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 export interface RelayBatchResult {
   /** Rows this batch locked. */
@@ -38,7 +38,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   constructor(
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: OutboxStore,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly txHost: MessagingTransactionHost,
   ) {}
 
   onApplicationBootstrap(): void {

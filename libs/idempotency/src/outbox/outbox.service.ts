@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { currentOperation } from '../current-operation';
 import { MAX_SHORT_STRING_BYTES } from '../messaging/messaging.constants';
 import { derivedMessageId } from './derived-message-id';
 import { type NewOutboxRow, OutboxStore } from './outbox.store';
+import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 /** An event to publish once the current transaction commits. */
 export interface OutboxEvent {
@@ -40,7 +39,7 @@ export interface PublishedEvent {
 export class Outbox {
   constructor(
     private readonly store: OutboxStore,
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly txHost: MessagingTransactionHost,
   ) {}
 
   /**

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { QueryRunner } from 'typeorm';
+import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 export interface NewOutboxRow {
   messageId: string;
@@ -28,7 +27,7 @@ export type OutboxInsertResult = 'inserted' | 'same' | 'different';
 /** Every statement the library sends about the outbox lives here. */
 @Injectable()
 export class OutboxStore {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly txHost: MessagingTransactionHost) {}
 
   /**
    * Writes the event in the current transaction; an existing row with the same message id is
