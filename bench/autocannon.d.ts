@@ -37,7 +37,12 @@ declare module 'autocannon' {
       /** Every completed response; `responseTime` in milliseconds, with sub-ms precision. */
       on(
         event: 'response',
-        listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void,
+        listener: (
+          client: unknown,
+          statusCode: number,
+          resBytes: number,
+          responseTime: number,
+        ) => void,
       ): this;
       on(event: 'done', listener: (result: Result) => void): this;
       on(event: string, listener: (...args: unknown[]) => void): this;

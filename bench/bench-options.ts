@@ -11,8 +11,18 @@ export interface BenchOptions {
   smoke: boolean;
 }
 
-const FULL: Omit<BenchOptions, 'smoke'> = { rounds: 5, durationSeconds: 5, warmupSeconds: 3, connections: 32 };
-const SMOKE: Omit<BenchOptions, 'smoke'> = { rounds: 1, durationSeconds: 1, warmupSeconds: 0.5, connections: 32 };
+const FULL: Omit<BenchOptions, 'smoke'> = {
+  rounds: 5,
+  durationSeconds: 5,
+  warmupSeconds: 3,
+  connections: 32,
+};
+const SMOKE: Omit<BenchOptions, 'smoke'> = {
+  rounds: 1,
+  durationSeconds: 1,
+  warmupSeconds: 0.5,
+  connections: 32,
+};
 
 const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N]
   or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS (arguments win)`;
@@ -22,7 +32,10 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
   const args = new Map<string, string>();
   for (const arg of argv) {
     const match = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
-    if (!match || !['smoke', 'rounds', 'duration', 'warmup', 'connections', 'help'].includes(match[1])) {
+    if (
+      !match ||
+      !['smoke', 'rounds', 'duration', 'warmup', 'connections', 'help'].includes(match[1])
+    ) {
       throw new Error(`unknown argument "${arg}"\n${USAGE}`);
     }
     args.set(match[1], match[2] ?? 'true');

@@ -27,16 +27,28 @@ describe('benchmark figures', () => {
   it('aggregates req/s, percentiles over every latency, round trips and ratios', () => {
     const figures = benchFigures(all, runs({ b: { latenciesMs: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1] } }));
     const a = figures.scenarios.find((scenario) => scenario.id === 'a');
-    expect(a).toMatchObject({ requestsPerSecond: 2.5, p50Ms: 3, p99Ms: 100, roundTripsPerRequest: 6 });
+    expect(a).toMatchObject({
+      requestsPerSecond: 2.5,
+      p50Ms: 3,
+      p99Ms: 100,
+      roundTripsPerRequest: 6,
+    });
     expect(figures.createRatio).toBeCloseTo(0.5);
     expect(figures.replayRatio).toBeCloseTo(0.5);
     expect(invalidities(figures)).toEqual([]);
   });
 
   it('accepts 409 in the contention scenario only', () => {
-    const contention = { statusCounts: new Map([[201, 4], [409, 1]]) };
+    const contention = {
+      statusCounts: new Map([
+        [201, 4],
+        [409, 1],
+      ]),
+    };
     expect(invalidities(benchFigures(all, runs({ d: contention })))).toEqual([]);
-    expect(invalidities(benchFigures(all, runs({ c: contention })))).toEqual(['(c) 1 responses with status 409']);
+    expect(invalidities(benchFigures(all, runs({ c: contention })))).toEqual([
+      '(c) 1 responses with status 409',
+    ]);
   });
 
   it('rejects a run with errors, a 5xx, or a scenario that produced no figures', () => {
@@ -44,7 +56,12 @@ describe('benchmark figures', () => {
       benchFigures(
         all,
         runs({
-          a: { statusCounts: new Map([[201, 4], [500, 1]]) },
+          a: {
+            statusCounts: new Map([
+              [201, 4],
+              [500, 1],
+            ]),
+          },
           b: { errors: 2 },
           c: { latenciesMs: [], serverRequests: 0, roundTrips: 0 },
         }),

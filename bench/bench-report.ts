@@ -30,13 +30,17 @@ export const TARGETS = { createRatio: 0.85, replayRatio: 1.5 } as const;
  * Aggregates over the rounds: req/s is all responses over all measured seconds, and p50/p99 are
  * taken over every single latency of the scenario (percentiles of rounds cannot be averaged).
  */
-export function benchFigures(scenarios: readonly Scenario[], runs: Map<ScenarioId, ScenarioRun[]>): BenchFigures {
+export function benchFigures(
+  scenarios: readonly Scenario[],
+  runs: Map<ScenarioId, ScenarioRun[]>,
+): BenchFigures {
   const figures = scenarios.map((scenario): ScenarioFigures => {
     const own = runs.get(scenario.id) ?? [];
     const latencies = Float64Array.from(own.flatMap((run) => run.latenciesMs)).sort();
     const statusCounts = new Map<number, number>();
     for (const run of own) {
-      for (const [status, count] of run.statusCounts) statusCounts.set(status, (statusCounts.get(status) ?? 0) + count);
+      for (const [status, count] of run.statusCounts)
+        statusCounts.set(status, (statusCounts.get(status) ?? 0) + count);
     }
     const seconds = sum(own.map((run) => run.seconds));
     const serverRequests = sum(own.map((run) => run.serverRequests));
@@ -57,7 +61,8 @@ export function benchFigures(scenarios: readonly Scenario[], runs: Map<ScenarioI
       errors: sum(own.map((run) => run.errors)),
     };
   });
-  const rps = (id: ScenarioId) => figures.find((figure) => figure.id === id)?.requestsPerSecond ?? Number.NaN;
+  const rps = (id: ScenarioId) =>
+    figures.find((figure) => figure.id === id)?.requestsPerSecond ?? Number.NaN;
   return { scenarios: figures, createRatio: rps('a') / rps('b'), replayRatio: rps('c') / rps('b') };
 }
 
@@ -72,21 +77,27 @@ export function invalidities(figures: BenchFigures): string[] {
       'app CPU/request': scenario.appCpuMsPerRequest,
     };
     for (const [name, value] of Object.entries(numbers)) {
-      if (!Number.isFinite(value) || value <= 0) problems.push(`(${scenario.id}) ${name} is ${value}`);
+      if (!Number.isFinite(value) || value <= 0)
+        problems.push(`(${scenario.id}) ${name} is ${value}`);
     }
     // Zero is a real figure here: replays from the replay cache send no query.
     const roundTrips = scenario.roundTripsPerRequest;
-    if (!Number.isFinite(roundTrips) || roundTrips < 0) problems.push(`(${scenario.id}) round trips/request is ${roundTrips}`);
+    if (!Number.isFinite(roundTrips) || roundTrips < 0)
+      problems.push(`(${scenario.id}) round trips/request is ${roundTrips}`);
     // In (d) a 409 is a correct answer (the key's first request is still running); anywhere
     // else, any answer but 201 means the server was not doing the work being measured.
     const allowed = scenario.id === 'd' ? [201, 409] : [201];
     for (const [status, count] of scenario.statusCounts) {
-      if (!allowed.includes(status)) problems.push(`(${scenario.id}) ${count} responses with status ${status}`);
+      if (!allowed.includes(status))
+        problems.push(`(${scenario.id}) ${count} responses with status ${status}`);
     }
-    if (scenario.errors > 0) problems.push(`(${scenario.id}) ${scenario.errors} requests without a response`);
+    if (scenario.errors > 0)
+      problems.push(`(${scenario.id}) ${scenario.errors} requests without a response`);
   }
-  if (!Number.isFinite(figures.createRatio) || figures.createRatio <= 0) problems.push(`a/b is ${figures.createRatio}`);
-  if (!Number.isFinite(figures.replayRatio) || figures.replayRatio <= 0) problems.push(`c/b is ${figures.replayRatio}`);
+  if (!Number.isFinite(figures.createRatio) || figures.createRatio <= 0)
+    problems.push(`a/b is ${figures.createRatio}`);
+  if (!Number.isFinite(figures.replayRatio) || figures.replayRatio <= 0)
+    problems.push(`c/b is ${figures.replayRatio}`);
   return problems;
 }
 
@@ -112,14 +123,22 @@ export function formatFigures(figures: BenchFigures): string {
     scenario.p99Ms.toFixed(1),
     scenario.roundTripsPerRequest.toFixed(2),
     scenario.appCpuMsPerRequest.toFixed(2),
-    Number.isNaN(scenario.postgresCpuMsPerRequest) ? 'n/a' : scenario.postgresCpuMsPerRequest.toFixed(2),
+    Number.isNaN(scenario.postgresCpuMsPerRequest)
+      ? 'n/a'
+      : scenario.postgresCpuMsPerRequest.toFixed(2),
     String(scenario.responses),
     describeNon2xx(scenario.statusCounts),
     String(scenario.errors),
   ]);
-  const widths = header.map((_, column) => Math.max(...[header, ...rows].map((row) => row[column].length)));
+  const widths = header.map((_, column) =>
+    Math.max(...[header, ...rows].map((row) => row[column].length)),
+  );
   const line = (row: string[]) =>
-    row.map((cell, column) => (column <= 1 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+    row
+      .map((cell, column) =>
+        column <= 1 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]),
+      )
+      .join('  ');
   const ratio = (name: string, what: string, value: number, target: number) =>
     `${name} = ${value.toFixed(2)}  (${what}; target >= ${target}: ${value >= target ? 'met' : 'NOT MET'})`;
   return [
@@ -144,7 +163,9 @@ function cpuRatios(scenarios: readonly ScenarioFigures[]): string[] {
   const create = cpu('b') / cpu('a');
   const replay = cpu('b') / cpu('c');
   if (!Number.isFinite(create) || !Number.isFinite(replay)) return [];
-  return [`by server CPU per request (demo + PostgreSQL): a/b = ${create.toFixed(2)}, c/b = ${replay.toFixed(2)}`];
+  return [
+    `by server CPU per request (demo + PostgreSQL): a/b = ${create.toFixed(2)}, c/b = ${replay.toFixed(2)}`,
+  ];
 }
 
 function describeNon2xx(statusCounts: Map<number, number>): string {

@@ -19,7 +19,12 @@ export class DemoProcess {
     readonly url: string,
   ) {
     const keep = (chunk: Buffer) => {
-      this.logTail.push(...chunk.toString().split('\n').filter((line) => line.trim() !== ''));
+      this.logTail.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((line) => line.trim() !== ''),
+      );
       this.logTail.splice(0, Math.max(0, this.logTail.length - LOG_TAIL_LINES));
     };
     child.stdout?.on('data', keep);
@@ -29,7 +34,8 @@ export class DemoProcess {
 
   /** `faults`: `DEMO_FAULTS=1`, for the probes that need `X-Demo-Fault`; never for the measured rounds. */
   static async start(databaseUrl: string, faults = false): Promise<DemoProcess> {
-    if (!existsSync(DEMO_MAIN)) throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
+    if (!existsSync(DEMO_MAIN))
+      throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
     const port = await findFreePort();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -61,7 +67,8 @@ export class DemoProcess {
     for (;;) {
       const stats = await this.stats(authorization);
       if (stats.inFlight === 0) return stats;
-      if (Date.now() > deadline) throw new Error(`${stats.inFlight} requests still running after 10 s`);
+      if (Date.now() > deadline)
+        throw new Error(`${stats.inFlight} requests still running after 10 s`);
       await sleep(20);
     }
   }
@@ -80,7 +87,8 @@ export class DemoProcess {
   private async waitUntilHealthy(): Promise<void> {
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (this.exitCode !== undefined) throw new Error(`the demo exited during start:\n${this.logs()}`);
+      if (this.exitCode !== undefined)
+        throw new Error(`the demo exited during start:\n${this.logs()}`);
       try {
         if ((await fetch(`${this.url}/health`)).status === 200) return;
       } catch {

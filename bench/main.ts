@@ -6,7 +6,14 @@ import { benchFigures, formatFigures, invalidities } from './bench-report';
 import { DemoProcess } from './demo-process';
 import { runScenario, type ScenarioRun } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
-import { ORDER_BODY, replayKey, type Scenario, type ScenarioId, scenarios, TENANT_KEYS } from './scenarios';
+import {
+  ORDER_BODY,
+  replayKey,
+  type Scenario,
+  type ScenarioId,
+  scenarios,
+  TENANT_KEYS,
+} from './scenarios';
 
 /**
  * `npm run bench`: the demo in its own process on a real PostgreSQL, driven over HTTP by
@@ -30,7 +37,9 @@ async function main(): Promise<void> {
     const runs = await measure(demo, database, all, options);
     const figures = benchFigures(all, runs);
     console.log(`\n${formatFigures(figures)}`);
-    console.log(`load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not round trips)`);
+    console.log(
+      `load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not round trips)`,
+    );
 
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
     await demo.stop();
@@ -39,7 +48,9 @@ async function main(): Promise<void> {
 
     const problems = invalidities(figures);
     if (problems.length > 0) {
-      console.error(`\nINVALID RUN:\n- ${problems.join('\n- ')}\n--- demo log (tail) ---\n${demo.logs()}`);
+      console.error(
+        `\nINVALID RUN:\n- ${problems.join('\n- ')}\n--- demo log (tail) ---\n${demo.logs()}`,
+      );
       process.exitCode = 1;
     } else if (options.smoke) {
       console.log('\nsmoke run: every figure was produced (a short run does not judge the ratios)');
@@ -60,7 +71,10 @@ async function measure(
 ): Promise<Map<ScenarioId, ScenarioRun[]>> {
   const settings = { url: demo.url, connections: options.connections };
   for (const scenario of all) {
-    await runScenario(demo, database, scenario, 'warmup', { ...settings, durationSeconds: options.warmupSeconds });
+    await runScenario(demo, database, scenario, 'warmup', {
+      ...settings,
+      durationSeconds: options.warmupSeconds,
+    });
   }
   const runs = new Map<ScenarioId, ScenarioRun[]>(all.map((scenario) => [scenario.id, []]));
   for (let round = 1; round <= options.rounds; round++) {
@@ -98,11 +112,17 @@ async function completeReplayKey(demo: DemoProcess, runId: string): Promise<void
   for (const authorization of TENANT_KEYS) {
     const response = await fetch(`${demo.url}/v1/orders`, {
       method: 'POST',
-      headers: { authorization, 'content-type': 'application/json', 'idempotency-key': replayKey(runId) },
+      headers: {
+        authorization,
+        'content-type': 'application/json',
+        'idempotency-key': replayKey(runId),
+      },
       body: ORDER_BODY,
     });
     if (response.status !== 201) {
-      throw new Error(`completing the key of scenario (c) answered ${response.status}: ${await response.text()}`);
+      throw new Error(
+        `completing the key of scenario (c) answered ${response.status}: ${await response.text()}`,
+      );
     }
   }
 }

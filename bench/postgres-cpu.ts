@@ -26,7 +26,9 @@ export function postgresCpuMilliseconds(dataDir: string): number | undefined {
   }
 }
 
-function stat(pid: number): { parent: number; ownTicks: number; childrenTicks: number } | undefined {
+function stat(
+  pid: number,
+): { parent: number; ownTicks: number; childrenTicks: number } | undefined {
   let content: string;
   try {
     content = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -35,6 +37,13 @@ function stat(pid: number): { parent: number; ownTicks: number; childrenTicks: n
   }
   // "pid (comm) state ppid ...": comm may contain spaces; fields 14-17 are utime, stime,
   // cutime, cstime (man 5 proc), at offsets 11-14 after the command.
-  const fields = content.slice(content.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { parent: fields[1], ownTicks: fields[11] + fields[12], childrenTicks: fields[13] + fields[14] };
+  const fields = content
+    .slice(content.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  return {
+    parent: fields[1],
+    ownTicks: fields[11] + fields[12],
+    childrenTicks: fields[13] + fields[14],
+  };
 }

@@ -5,7 +5,11 @@ import type autocannon from 'autocannon';
 export const TENANT_KEYS = ['Bearer demo_acme', 'Bearer demo_globex'] as const;
 
 /** One body for every request: replays must match the fingerprint of the key's first request. */
-export const ORDER_BODY = JSON.stringify({ customerId: 'cus-bench', amountCents: 1250, currency: 'usd' });
+export const ORDER_BODY = JSON.stringify({
+  customerId: 'cus-bench',
+  amountCents: 1250,
+  currency: 'usd',
+});
 
 export type ScenarioId = 'a' | 'b' | 'c' | 'd';
 
@@ -23,7 +27,10 @@ export const CONTENTION_KEYS = 10;
  * Every request is built by `setupRequest`, the baseline's too, so that the load generator does
  * the same work per request in every scenario and the ratios compare the server alone.
  */
-function orderRequest(path: string, key: (tenant: number) => string | undefined): autocannon.Request {
+function orderRequest(
+  path: string,
+  key: (tenant: number) => string | undefined,
+): autocannon.Request {
   let sent = 0;
   return {
     method: 'POST',

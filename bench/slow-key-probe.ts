@@ -49,7 +49,12 @@ export async function probeSlowKey(demo: DemoProcess, databaseUrl: string): Prom
       const started = performance.now();
       const response = await fetch(`${demo.url}/v1/orders`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: TENANT_KEYS[0], 'idempotency-key': key, ...headers },
+        headers: {
+          'content-type': 'application/json',
+          authorization: TENANT_KEYS[0],
+          'idempotency-key': key,
+          ...headers,
+        },
         body: ORDER_BODY,
       });
       await response.arrayBuffer();
@@ -60,17 +65,29 @@ export async function probeSlowKey(demo: DemoProcess, databaseUrl: string): Prom
     await new Promise((resolve) => setTimeout(resolve, 200));
     const duplicates = Array.from({ length: DUPLICATES }, () => create(slowKey));
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const fresh = await Promise.all(Array.from({ length: FRESH }, () => create(`probe-${randomUUID()}`)));
+    const fresh = await Promise.all(
+      Array.from({ length: FRESH }, () => create(`probe-${randomUUID()}`)),
+    );
     await holder;
     const duplicateStatuses = new Map<number, number>();
     for (const { status } of await Promise.all(duplicates)) {
       duplicateStatuses.set(status, (duplicateStatuses.get(status) ?? 0) + 1);
     }
     const failed = fresh.filter(({ status }) => status !== 201);
-    if (failed.length > 0) throw new Error(`slow-key probe: ${failed.length} fresh creates failed (${failed[0].status})`);
+    if (failed.length > 0)
+      throw new Error(
+        `slow-key probe: ${failed.length} fresh creates failed (${failed[0].status})`,
+      );
     const latencies = fresh.map(({ ms }) => ms).sort((a, b) => a - b);
-    const at = (fraction: number) => latencies[Math.min(latencies.length - 1, Math.ceil(fraction * latencies.length) - 1)];
-    return { freshP50Ms: at(0.5), freshP99Ms: at(0.99), duplicateStatuses, peakBusyConnections, peakLockWaits };
+    const at = (fraction: number) =>
+      latencies[Math.min(latencies.length - 1, Math.ceil(fraction * latencies.length) - 1)];
+    return {
+      freshP50Ms: at(0.5),
+      freshP99Ms: at(0.99),
+      duplicateStatuses,
+      peakBusyConnections,
+      peakLockWaits,
+    };
   } finally {
     sampling = false;
     await sampler;
@@ -79,7 +96,9 @@ export async function probeSlowKey(demo: DemoProcess, databaseUrl: string): Prom
 }
 
 export function formatSlowKeyProbe(probe: SlowKeyProbe): string {
-  const statuses = [...probe.duplicateStatuses].map(([status, count]) => `${count}x ${status}`).join(', ');
+  const statuses = [...probe.duplicateStatuses]
+    .map(([status, count]) => `${count}x ${status}`)
+    .join(', ');
   return [
     `slow key: 1 create held ${HOLD_MS} ms, ${DUPLICATES} duplicates of its key, then ${FRESH} creates under fresh keys`,
     `  fresh creates: p50 ${probe.freshP50Ms.toFixed(1)} ms, p99 ${probe.freshP99Ms.toFixed(1)} ms (the held create answers after ${HOLD_MS} ms)`,

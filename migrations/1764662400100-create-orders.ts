@@ -20,7 +20,9 @@ export class CreateOrders1764662400100 implements MigrationInterface {
     await queryRunner.query(
       `CREATE UNIQUE INDEX orders_tenant_reference_key ON orders (tenant_id, reference) WHERE reference IS NOT NULL`,
     );
-    await queryRunner.query(`CREATE INDEX orders_tenant_created_idx ON orders (tenant_id, created_at)`);
+    await queryRunner.query(
+      `CREATE INDEX orders_tenant_created_idx ON orders (tenant_id, created_at)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

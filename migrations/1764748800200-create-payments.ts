@@ -15,7 +15,9 @@ export class CreatePayments1764748800200 implements MigrationInterface {
         created_at         timestamptz NOT NULL DEFAULT now(),
         updated_at         timestamptz NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE INDEX payments_tenant_order_idx ON payments (tenant_id, order_id)`);
+    await queryRunner.query(
+      `CREATE INDEX payments_tenant_order_idx ON payments (tenant_id, order_id)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

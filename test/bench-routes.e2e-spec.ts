@@ -31,8 +31,15 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
     it('serves neither POST /bench/orders nor GET /bench/stats', async () => {
       const body = { customerId: uniqueCustomer(), amountCents: 100 };
       const server = app.getHttpServer();
-      await request(server).post('/bench/orders').set('authorization', ACME.authorization).send(body).expect(404);
-      await request(server).get('/bench/stats').set('authorization', ACME.authorization).expect(404);
+      await request(server)
+        .post('/bench/orders')
+        .set('authorization', ACME.authorization)
+        .send(body)
+        .expect(404);
+      await request(server)
+        .get('/bench/stats')
+        .set('authorization', ACME.authorization)
+        .expect(404);
     });
   });
 
@@ -48,12 +55,14 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
     });
 
     const stats = async (): Promise<BenchStats> => {
-      const res = await request(app.getHttpServer()).get('/bench/stats').set('authorization', ACME.authorization);
+      const res = await request(app.getHttpServer())
+        .get('/bench/stats')
+        .set('authorization', ACME.authorization);
       expect(res.status).toBe(200);
       return res.body;
     };
 
-    it('POST /bench/orders runs the orders handler without idempotency: 201, Location, the tenant\'s row', async () => {
+    it("POST /bench/orders runs the orders handler without idempotency: 201, Location, the tenant's row", async () => {
       const customerId = uniqueCustomer();
       const res = await request(app.getHttpServer())
         .post('/bench/orders')
@@ -61,7 +70,12 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
         .send({ customerId, amountCents: 1250 });
 
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ customerId, amountCents: 1250, currency: 'usd', status: 'pending' });
+      expect(res.body).toMatchObject({
+        customerId,
+        amountCents: 1250,
+        currency: 'usd',
+        status: 'pending',
+      });
       expect(res.headers.location).toBe(`/v1/orders/${res.body.id}`);
       const orders = await db.orders('globex', customerId);
       expect(orders.map((order) => order.id)).toEqual([res.body.id]);
@@ -100,7 +114,11 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
         const before = await stats();
         await send();
         const after = await stats();
-        return { roundTrips: after.roundTrips - before.roundTrips, requests: after.requests - before.requests, after };
+        return {
+          roundTrips: after.roundTrips - before.roundTrips,
+          requests: after.requests - before.requests,
+          after,
+        };
       };
 
       const create = await measure(() =>

@@ -8,7 +8,12 @@ import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { createTestApp, databaseUrl } from './support/test-app';
 
 /** Inserts `count` key rows for `tenant`, expiring and leased as told (seconds from now). */
-async function fill(db: TestDatabase, tenant: string, count: number, row: { status: string; expiresIn: number; leaseFor?: number }) {
+async function fill(
+  db: TestDatabase,
+  tenant: string,
+  count: number,
+  row: { status: string; expiresIn: number; leaseFor?: number },
+) {
   await db.query(
     `INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, response_code, response_body,
                                    expires_at, locked_until, lease_owner)
@@ -16,12 +21,24 @@ async function fill(db: TestDatabase, tenant: string, count: number, row: { stat
             CASE WHEN $3 = 'completed' THEN 201 END, CASE WHEN $3 = 'completed' THEN '\\x7b7d'::bytea END,
             now() + make_interval(secs => $4), now() + make_interval(secs => $5), CASE WHEN $5 IS NOT NULL THEN gen_random_uuid() END
        FROM generate_series(1, $6) AS g`,
-    [tenant, `${row.status}-${row.expiresIn}-${row.leaseFor ?? 'none'}-`, row.status, row.expiresIn, row.leaseFor ?? null, count],
+    [
+      tenant,
+      `${row.status}-${row.expiresIn}-${row.leaseFor ?? 'none'}-`,
+      row.status,
+      row.expiresIn,
+      row.leaseFor ?? null,
+      count,
+    ],
   );
 }
 
 const countRows = async (db: TestDatabase, tenant: string, where = 'true') =>
-  (await db.query<{ n: number }>(`SELECT count(*)::integer AS n FROM idempotency_keys WHERE tenant_id = $1 AND ${where}`, [tenant]))[0].n;
+  (
+    await db.query<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM idempotency_keys WHERE tenant_id = $1 AND ${where}`,
+      [tenant],
+    )
+  )[0].n;
 
 describe('expiry cleanup', () => {
   let app: INestApplication;
@@ -50,10 +67,15 @@ describe('expiry cleanup', () => {
     const statuses: number[] = [];
     const traffic = (async () => {
       while (!stop) {
-        const res = await postRaw(url, '/v1/orders', JSON.stringify({ customerId: uniqueCustomer(), amountCents: 100 }), {
-          authorization: ACME.authorization,
-          'idempotency-key': uniqueKey(),
-        });
+        const res = await postRaw(
+          url,
+          '/v1/orders',
+          JSON.stringify({ customerId: uniqueCustomer(), amountCents: 100 }),
+          {
+            authorization: ACME.authorization,
+            'idempotency-key': uniqueKey(),
+          },
+        );
         statuses.push(res.status);
       }
     })();
@@ -65,7 +87,9 @@ describe('expiry cleanup', () => {
     expect(report.batches).toBeGreaterThanOrEqual(9);
     expect(await countRows(db, tenant)).toBe(2300);
     expect(await countRows(db, tenant, `expires_at > now()`)).toBe(2000);
-    expect(await countRows(db, tenant, `status = 'in_progress' AND locked_until > now()`)).toBe(300);
+    expect(await countRows(db, tenant, `status = 'in_progress' AND locked_until > now()`)).toBe(
+      300,
+    );
     expect(statuses.length).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 201)).toBe(true);
   });
@@ -76,11 +100,15 @@ describe('expiry cleanup', () => {
     await fill(db, tenant, 5, { status: 'completed', expiresIn: 3600 });
     const script = resolve(__dirname, '../dist/apps/payments-api/apps/payments-api/src/cleanup.js');
     const output = await new Promise<string>((done, fail) => {
-      const child = spawn(process.execPath, [script], { env: { ...process.env, DATABASE_URL: databaseUrl() } });
+      const child = spawn(process.execPath, [script], {
+        env: { ...process.env, DATABASE_URL: databaseUrl() },
+      });
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      child.on('exit', (code) => (code === 0 ? done(out) : fail(new Error(`exit ${code}: ${out}`))));
+      child.on('exit', (code) =>
+        code === 0 ? done(out) : fail(new Error(`exit ${code}: ${out}`)),
+      );
     });
     const report = JSON.parse(output.trim().split('\n').pop() ?? '{}');
     expect(report.idempotency_keys.removed).toBeGreaterThanOrEqual(50);

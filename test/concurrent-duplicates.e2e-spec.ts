@@ -58,7 +58,9 @@ describe('concurrent duplicates under one key', () => {
 
       const orders = await db.orders('acme', customerId);
       expect(orders).toHaveLength(1);
-      expect(await db.keys('acme', key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+      expect(await db.keys('acme', key)).toEqual([
+        expect.objectContaining({ status: 'completed', response_code: 201 }),
+      ]);
       expectOneOutcome(responses, orders[0].id);
     });
 

@@ -27,7 +27,10 @@ describe('the database connection drops in the middle of a request', () => {
     const body = JSON.stringify({ customerId, amountCents: 100 });
     const headers = { authorization: ACME.authorization, 'idempotency-key': key };
 
-    const pending = postRaw(app.url, '/v1/orders', body, { ...headers, 'x-demo-fault': 'delay=3000' });
+    const pending = postRaw(app.url, '/v1/orders', body, {
+      ...headers,
+      'x-demo-fault': 'delay=3000',
+    });
     // Wait until the claim is made and the handler sleeps inside the transaction, then cut it.
     let terminated = 0;
     for (let i = 0; i < 50 && terminated === 0; i++) {

@@ -3,42 +3,54 @@ import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { databaseUrl } from './support/test-app';
 
-describe.each([['express'], ['fastify']])('crash after commit (a real process on %s, killed by the fault)', (adapter) => {
-  let app: AppProcess;
-  let db: TestDatabase;
+describe.each([['express'], ['fastify']])(
+  'crash after commit (a real process on %s, killed by the fault)',
+  (adapter) => {
+    let app: AppProcess;
+    let db: TestDatabase;
 
-  beforeAll(async () => {
-    db = new TestDatabase();
-    app = await AppProcess.start({ DATABASE_URL: databaseUrl(), HTTP_ADAPTER: adapter });
-  });
-  afterAll(async () => {
-    await app.stop();
-    await db.close();
-  });
+    beforeAll(async () => {
+      db = new TestDatabase();
+      app = await AppProcess.start({ DATABASE_URL: databaseUrl(), HTTP_ADAPTER: adapter });
+    });
+    afterAll(async () => {
+      await app.stop();
+      await db.close();
+    });
 
-  it('replays the committed response to the retry after a restart; exactly one order', async () => {
-    const key = uniqueKey();
-    const customerId = uniqueCustomer();
-    const body = JSON.stringify({ customerId, amountCents: 2500, reference: `crash-${key}`.slice(0, 64) });
-    const headers = { authorization: ACME.authorization, 'idempotency-key': key };
+    it('replays the committed response to the retry after a restart; exactly one order', async () => {
+      const key = uniqueKey();
+      const customerId = uniqueCustomer();
+      const body = JSON.stringify({
+        customerId,
+        amountCents: 2500,
+        reference: `crash-${key}`.slice(0, 64),
+      });
+      const headers = { authorization: ACME.authorization, 'idempotency-key': key };
 
-    // The process dies after COMMIT and before a byte of the response: the client sees a
-    // dropped connection, exactly like a timeout on a committed payment.
-    await expect(postRaw(app.url, '/v1/orders', body, { ...headers, 'x-demo-fault': 'crash-after-commit' })).rejects.toThrow();
-    expect(await app.waitForExit()).toBeNull(); // killed by SIGKILL, no exit code
+      // The process dies after COMMIT and before a byte of the response: the client sees a
+      // dropped connection, exactly like a timeout on a committed payment.
+      await expect(
+        postRaw(app.url, '/v1/orders', body, { ...headers, 'x-demo-fault': 'crash-after-commit' }),
+      ).rejects.toThrow();
+      expect(await app.waitForExit()).toBeNull(); // killed by SIGKILL, no exit code
 
-    const [order] = await db.orders('acme', customerId);
-    expect(order).toBeDefined();
-    const [keyRow] = await db.keys('acme', key);
-    expect(keyRow).toMatchObject({ status: 'completed', response_code: 201 });
+      const [order] = await db.orders('acme', customerId);
+      expect(order).toBeDefined();
+      const [keyRow] = await db.keys('acme', key);
+      expect(keyRow).toMatchObject({ status: 'completed', response_code: 201 });
 
-    await app.start();
-    // The retry carries the fault header too: a replay runs no handler, so nothing re-arms it.
-    const retry = await postRaw(app.url, '/v1/orders', body, { ...headers, 'x-demo-fault': 'crash-after-commit' });
-    expect(retry.status).toBe(201);
-    expect(JSON.parse(retry.text).id).toBe(order.id);
-    expect(retry.text).toBe(keyRow.response_body?.toString('utf8'));
-    expect(retry.headers.get('location')).toBe(`/v1/orders/${order.id}`);
-    expect(await db.orders('acme', customerId)).toHaveLength(1);
-  });
-});
+      await app.start();
+      // The retry carries the fault header too: a replay runs no handler, so nothing re-arms it.
+      const retry = await postRaw(app.url, '/v1/orders', body, {
+        ...headers,
+        'x-demo-fault': 'crash-after-commit',
+      });
+      expect(retry.status).toBe(201);
+      expect(JSON.parse(retry.text).id).toBe(order.id);
+      expect(retry.text).toBe(keyRow.response_body?.toString('utf8'));
+      expect(retry.headers.get('location')).toBe(`/v1/orders/${order.id}`);
+      expect(await db.orders('acme', customerId)).toHaveLength(1);
+    });
+  },
+);

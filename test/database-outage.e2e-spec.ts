@@ -25,7 +25,12 @@ describe('the database is down', () => {
   let url: string;
 
   const start = () =>
-    startEmbeddedPostgres({ dataDir: resolve(dataDir, 'pgdata'), port, database: 'outage', log: () => undefined });
+    startEmbeddedPostgres({
+      dataDir: resolve(dataDir, 'pgdata'),
+      port,
+      database: 'outage',
+      log: () => undefined,
+    });
 
   async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     const client = new Client({ connectionString: database.url });
@@ -60,7 +65,10 @@ describe('the database is down', () => {
     expect(response.status).toBe(503);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(JSON.parse(response.text)).toMatchObject({ type: IdempotencyProblemType.databaseUnavailable, status: 503 });
+    expect(JSON.parse(response.text)).toMatchObject({
+      type: IdempotencyProblemType.databaseUnavailable,
+      status: 503,
+    });
   }
 
   it('answers 503 with Retry-After while it is down, claims nothing, and creates the order once on retry', async () => {
@@ -90,7 +98,14 @@ describe('the database is down', () => {
     expect(retry.status).toBe(201);
     const replay = await create(key, customerId);
     expect(replay.text).toBe(retry.text);
-    expect(await query('SELECT id FROM orders WHERE tenant_id = $1 AND customer_id = $2', [ACME.tenant, customerId])).toHaveLength(1);
-    expect(await query('SELECT status FROM idempotency_keys WHERE idem_key = $1', [key])).toEqual([{ status: 'completed' }]);
+    expect(
+      await query('SELECT id FROM orders WHERE tenant_id = $1 AND customer_id = $2', [
+        ACME.tenant,
+        customerId,
+      ]),
+    ).toHaveLength(1);
+    expect(await query('SELECT status FROM idempotency_keys WHERE idem_key = $1', [key])).toEqual([
+      { status: 'completed' },
+    ]);
   });
 });

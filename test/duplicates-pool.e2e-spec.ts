@@ -85,7 +85,8 @@ describe('duplicates of a slow request in one process', () => {
       expect(JSON.parse(response.text).type).toBe(IdempotencyProblemType.keyInUse);
     }
     expect(await db.orders(ACME.tenant, sharedCustomer)).toHaveLength(1);
-    for (const customerId of freshCustomers) expect(await db.orders(ACME.tenant, customerId)).toHaveLength(1);
+    for (const customerId of freshCustomers)
+      expect(await db.orders(ACME.tenant, customerId)).toHaveLength(1);
 
     // Once the holder committed, a retry replays it.
     const retry = await create(sharedKey, sharedCustomer);
@@ -98,7 +99,9 @@ describe('duplicates of a slow request in one process', () => {
     const customerId = uniqueCustomer();
     const holder = create(sharedKey, customerId, { 'x-demo-fault': 'delay=800' });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const duplicates = await Promise.all(Array.from({ length: 30 }, () => create(sharedKey, customerId)));
+    const duplicates = await Promise.all(
+      Array.from({ length: 30 }, () => create(sharedKey, customerId)),
+    );
     const first = await holder;
     expect(first.status).toBe(201);
     for (const response of duplicates) {

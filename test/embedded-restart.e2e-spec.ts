@@ -33,7 +33,9 @@ describe('the demo on its embedded PostgreSQL', () => {
     const headers = { authorization: ACME.authorization, 'idempotency-key': key };
     const created = await postRaw(app.url, '/v1/orders', body, headers);
     expect(created.status).toBe(201);
-    const orphan = Number(readFileSync(resolve(clusterDir!, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const orphan = Number(
+      readFileSync(resolve(clusterDir!, 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
 
     await app.stop('SIGKILL');
     expect(() => process.kill(orphan, 0)).not.toThrow(); // the postmaster outlived its parent

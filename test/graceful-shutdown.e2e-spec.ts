@@ -52,11 +52,16 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
       clusterDir = /DATABASE_URL is not set: .*, data in ([^\s\x1b]+)/.exec(demo.text)?.[1];
 
       const customerId = uniqueCustomer();
-      const slow = postRaw(demo.url, '/v1/orders', JSON.stringify({ customerId, amountCents: 2500 }), {
-        authorization: ACME.authorization,
-        'idempotency-key': uniqueKey(),
-        'x-demo-fault': 'delay=1500', // held inside its transaction for 1.5 s
-      });
+      const slow = postRaw(
+        demo.url,
+        '/v1/orders',
+        JSON.stringify({ customerId, amountCents: 2500 }),
+        {
+          authorization: ACME.authorization,
+          'idempotency-key': uniqueKey(),
+          'x-demo-fault': 'delay=1500', // held inside its transaction for 1.5 s
+        },
+      );
       await new Promise((done) => setTimeout(done, 400));
       demo.signal(signal);
       await demo.waitForLog(new RegExp(`${signal}: shutting down`));
@@ -71,15 +76,24 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
       expect(text).not.toMatch(/exited unexpectedly/);
       expect(text).not.toMatch(/\bERROR\b/);
       // The app's pools closed first, then PostgreSQL: a clean shutdown removes postmaster.pid.
-      expect(text.indexOf('PostgreSQL stopped')).toBeGreaterThan(text.indexOf(`${signal}: shutting down`));
+      expect(text.indexOf('PostgreSQL stopped')).toBeGreaterThan(
+        text.indexOf(`${signal}: shutting down`),
+      );
       expect(clusterDir && existsSync(resolve(clusterDir, 'postmaster.pid'))).toBe(false);
 
       // The answered order is committed: start the same cluster again and look.
-      const database = await startEmbeddedPostgres({ dataDir, port: pgPort, database: 'payments', log: () => undefined });
+      const database = await startEmbeddedPostgres({
+        dataDir,
+        port: pgPort,
+        database: 'payments',
+        log: () => undefined,
+      });
       const client = new Client({ connectionString: database.url });
       try {
         await client.connect();
-        const { rows } = await client.query('SELECT id FROM orders WHERE customer_id = $1', [customerId]);
+        const { rows } = await client.query('SELECT id FROM orders WHERE customer_id = $1', [
+          customerId,
+        ]);
         expect(rows).toEqual([{ id: (JSON.parse(answer.text) as { id: string }).id }]);
       } finally {
         await client.end();

@@ -33,7 +33,11 @@ describe('GET /metrics (the onEvent hook, in Prometheus text format)', () => {
     const key = uniqueKey();
     const customerId = uniqueCustomer();
     const post = (body: object, idemKey?: string) =>
-      request(server).post('/v1/orders').set('authorization', ACME.authorization).set(idemKey ? { 'idempotency-key': idemKey } : {}).send(body);
+      request(server)
+        .post('/v1/orders')
+        .set('authorization', ACME.authorization)
+        .set(idemKey ? { 'idempotency-key': idemKey } : {})
+        .send(body);
 
     await post({ customerId, amountCents: 100 }, key).expect(201);
     await post({ customerId, amountCents: 100 }, key).expect(201);
@@ -45,15 +49,32 @@ describe('GET /metrics (the onEvent hook, in Prometheus text format)', () => {
     const res = await request(server).get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     const scope = { scope: 'POST /v1/orders' };
-    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'completed' })).toBe(1);
-    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'replayed' })).toBe(1);
-    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'fingerprint_mismatch' })).toBe(1);
-    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'rejected_key' })).toBe(1);
+    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'completed' })).toBe(
+      1,
+    );
+    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'replayed' })).toBe(
+      1,
+    );
+    expect(
+      sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'fingerprint_mismatch' }),
+    ).toBe(1);
+    expect(
+      sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'rejected_key' }),
+    ).toBe(1);
     expect(res.text).not.toContain('scope="unknown"');
-    expect(sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'stored_failure' })).toBe(1);
+    expect(
+      sample(res.text, 'idempotency_requests_total', { ...scope, outcome: 'stored_failure' }),
+    ).toBe(1);
     expect(sample(res.text, 'idempotency_claims_total', { ...scope, mode: 'atomic' })).toBe(2);
-    expect(sample(res.text, 'idempotency_claim_duration_seconds_count', { ...scope, mode: 'atomic' })).toBe(2);
-    expect(sample(res.text, 'idempotency_request_duration_seconds_count', { ...scope, outcome: 'completed' })).toBe(1);
+    expect(
+      sample(res.text, 'idempotency_claim_duration_seconds_count', { ...scope, mode: 'atomic' }),
+    ).toBe(2);
+    expect(
+      sample(res.text, 'idempotency_request_duration_seconds_count', {
+        ...scope,
+        outcome: 'completed',
+      }),
+    ).toBe(1);
     // Raw keys never reach the metrics (nor the logs: keys are logged as a short hash).
     expect(res.text).not.toContain(key);
   });

@@ -5,8 +5,17 @@ import { setUpOpenApi } from '../apps/payments-api/src/app.setup';
 import { createTestApp } from './support/test-app';
 
 interface Operation {
-  parameters?: { name: string; in: string; required?: boolean; description?: string; schema?: { maxLength?: number } }[];
-  responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
+  parameters?: {
+    name: string;
+    in: string;
+    required?: boolean;
+    description?: string;
+    schema?: { maxLength?: number };
+  }[];
+  responses: Record<
+    string,
+    { content?: Record<string, unknown>; headers?: Record<string, unknown> }
+  >;
 }
 
 describe('OpenAPI at /docs', () => {
@@ -22,21 +31,26 @@ describe('OpenAPI at /docs', () => {
   });
   afterAll(() => app.close());
 
-  it.each([['/v1/orders'], ['/v1/payments']])('documents the key header and the 400, 409, 422 and 503 problems of POST %s', (path) => {
-    const post = paths[path].post;
-    expect(post.parameters).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true })]),
-    );
-    for (const status of ['400', '409', '422', '503']) {
-      expect(post.responses[status].content).toHaveProperty(['application/problem+json']);
-    }
-    expect(post.responses['409'].headers).toHaveProperty('Retry-After');
-    expect(post.responses['503'].headers).toHaveProperty('Retry-After');
-    expect(post.responses['400'].content).toHaveProperty(
-      ['application/problem+json', 'schema', 'properties', 'type', 'enum'],
-      expect.arrayContaining([IdempotencyProblemType.unfingerprintableRequest]),
-    );
-  });
+  it.each([['/v1/orders'], ['/v1/payments']])(
+    'documents the key header and the 400, 409, 422 and 503 problems of POST %s',
+    (path) => {
+      const post = paths[path].post;
+      expect(post.parameters).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true }),
+        ]),
+      );
+      for (const status of ['400', '409', '422', '503']) {
+        expect(post.responses[status].content).toHaveProperty(['application/problem+json']);
+      }
+      expect(post.responses['409'].headers).toHaveProperty('Retry-After');
+      expect(post.responses['503'].headers).toHaveProperty('Retry-After');
+      expect(post.responses['400'].content).toHaveProperty(
+        ['application/problem+json', 'schema', 'properties', 'type', 'enum'],
+        expect.arrayContaining([IdempotencyProblemType.unfingerprintableRequest]),
+      );
+    },
+  );
 
   it('gives the key header one length, in its schema and its text', () => {
     const header = paths['/v1/orders'].post.parameters?.find((p) => p.name === 'Idempotency-Key');
@@ -46,10 +60,21 @@ describe('OpenAPI at /docs', () => {
 
   it('documents the 201 of POST /v1/orders with its body and Location, and the 401 of every guarded route', () => {
     const created = paths['/v1/orders'].post.responses['201'];
-    expect(created.content).toHaveProperty(['application/json', 'schema', 'properties', 'amountCents']);
+    expect(created.content).toHaveProperty([
+      'application/json',
+      'schema',
+      'properties',
+      'amountCents',
+    ]);
     expect(created.headers).toHaveProperty('Location');
-    for (const [path, method] of [['/v1/orders', 'post'], ['/v1/orders', 'get'], ['/v1/payments', 'post']]) {
-      expect(paths[path][method].responses['401'].content).toHaveProperty(['application/problem+json']);
+    for (const [path, method] of [
+      ['/v1/orders', 'post'],
+      ['/v1/orders', 'get'],
+      ['/v1/payments', 'post'],
+    ]) {
+      expect(paths[path][method].responses['401'].content).toHaveProperty([
+        'application/problem+json',
+      ]);
     }
     expect(securitySchemes.bearer.bearerFormat).not.toBe('JWT');
   });

@@ -28,15 +28,25 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
   });
 
   async function newOrder(): Promise<string> {
-    const res = await postRaw(app.url, '/v1/orders', JSON.stringify({ customerId: uniqueCustomer(), amountCents: 5000 }), {
-      authorization: ACME.authorization,
-      'idempotency-key': uniqueKey(),
-    });
+    const res = await postRaw(
+      app.url,
+      '/v1/orders',
+      JSON.stringify({ customerId: uniqueCustomer(), amountCents: 5000 }),
+      {
+        authorization: ACME.authorization,
+        'idempotency-key': uniqueKey(),
+      },
+    );
     expect(res.status).toBe(201);
     return JSON.parse(res.text).id;
   }
 
-  const pay = (key: string, orderId: string, amountCents: number, fault?: string): Promise<RawResponse> =>
+  const pay = (
+    key: string,
+    orderId: string,
+    amountCents: number,
+    fault?: string,
+  ): Promise<RawResponse> =>
     postRaw(app.url, '/v1/payments', JSON.stringify({ orderId, amountCents }), {
       authorization: ACME.authorization,
       'idempotency-key': key,
@@ -45,15 +55,21 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
 
   const keyRow = async (key: string) =>
     (
-      await db.query<{ status: string; recovery_point: string | null; step_state: Record<string, unknown> }>(
-        'SELECT status, recovery_point, step_state FROM idempotency_keys WHERE idem_key = $1',
-        [key],
-      )
+      await db.query<{
+        status: string;
+        recovery_point: string | null;
+        step_state: Record<string, unknown>;
+      }>('SELECT status, recovery_point, step_state FROM idempotency_keys WHERE idem_key = $1', [
+        key,
+      ])
     )[0];
 
   /** Lets the lease run out now, as if LEASE_SECONDS had passed. */
   const expireLease = (key: string) =>
-    db.query(`UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1 AND status = 'in_progress'`, [key]);
+    db.query(
+      `UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1 AND status = 'in_progress'`,
+      [key],
+    );
 
   /** The child key the payment's charge must carry: derived from the key and this claim of it. */
   async function expectedChildKey(key: string): Promise<string> {
@@ -64,7 +80,12 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     return childKey(`acme\u0000POST /v1/payments\u0000${key}\u0000${generation}`, 'charge-card');
   }
 
-  async function crash(key: string, orderId: string, amountCents: number, fault: string): Promise<void> {
+  async function crash(
+    key: string,
+    orderId: string,
+    amountCents: number,
+    fault: string,
+  ): Promise<void> {
     await expect(pay(key, orderId, amountCents, fault)).rejects.toThrow();
     expect(await app.waitForExit()).toBeNull();
     await app.start();
@@ -77,19 +98,31 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
 
     expect(res.status).toBe(201);
     const body = JSON.parse(res.text);
-    expect(body).toEqual({ id: expect.any(String), orderId, amountCents: 1500, status: 'captured', providerChargeId: expect.stringMatching(/^ch_/) });
+    expect(body).toEqual({
+      id: expect.any(String),
+      orderId,
+      amountCents: 1500,
+      status: 'captured',
+      providerChargeId: expect.stringMatching(/^ch_/),
+    });
     const charges = await providerCharges(app.providerUrl, body.id);
-    expect(charges).toEqual([expect.objectContaining({ id: body.providerChargeId, amountCents: 1500, currency: 'usd' })]);
+    expect(charges).toEqual([
+      expect.objectContaining({ id: body.providerChargeId, amountCents: 1500, currency: 'usd' }),
+    ]);
     expect(charges[0].idempotencyKey).toBe(await expectedChildKey(key));
     expect(charges[0].idempotencyKey).not.toBe(key);
-    expect(await db.payments(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
+    expect(await db.payments(orderId)).toEqual([
+      { id: body.id, status: 'captured', provider_charge_id: body.providerChargeId },
+    ]);
     expect(await db.orderStatus(orderId)).toBe('paid');
     expect(await keyRow(key)).toMatchObject({ status: 'completed', recovery_point: 'finished' });
 
     const replay = await pay(key, orderId, 1500);
     expect(replay.text).toBe(res.text);
     expect(await providerCharges(app.providerUrl, body.id)).toHaveLength(1);
-    const shown = await fetch(`${app.url}/v1/payments/${body.id}`, { headers: { authorization: ACME.authorization } });
+    const shown = await fetch(`${app.url}/v1/payments/${body.id}`, {
+      headers: { authorization: ACME.authorization },
+    });
     expect(await shown.json()).toEqual(body);
   });
 
@@ -115,9 +148,15 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     const retry = await pay(key, orderId, 2100);
     expect(retry.status).toBe(201);
     const body = JSON.parse(retry.text);
-    expect(body).toMatchObject({ id: payment.id, status: 'captured', providerChargeId: chargesBefore[0].id });
+    expect(body).toMatchObject({
+      id: payment.id,
+      status: 'captured',
+      providerChargeId: chargesBefore[0].id,
+    });
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
-    expect(await db.payments(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: chargesBefore[0].id }]);
+    expect(await db.payments(orderId)).toEqual([
+      { id: payment.id, status: 'captured', provider_charge_id: chargesBefore[0].id },
+    ]);
     expect(await db.orderStatus(orderId)).toBe('paid');
   });
 
@@ -129,7 +168,10 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(0);
     const row = await keyRow(key);
     expect(row.recovery_point).toBe('created');
-    expect(JSON.parse(row.step_state.created as string)).toEqual({ paymentId: payment.id, currency: 'usd' });
+    expect(JSON.parse(row.step_state.created as string)).toEqual({
+      paymentId: payment.id,
+      currency: 'usd',
+    });
 
     await expireLease(key);
     const retry = await pay(key, orderId, 2200);
@@ -155,7 +197,9 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(retry.status).toBe(201);
     expect(JSON.parse(retry.text).providerChargeId).toBe(charged[0].id);
     const after = await providerCharges(app.providerUrl, payment.id);
-    expect(after).toEqual([expect.objectContaining({ id: charged[0].id, idempotencyKey: charged[0].idempotencyKey })]);
+    expect(after).toEqual([
+      expect.objectContaining({ id: charged[0].id, idempotencyKey: charged[0].idempotencyKey }),
+    ]);
     expect(after[0].idempotencyKey).toBe(await expectedChildKey(key));
   });
 
@@ -167,7 +211,10 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     await expireLease(key);
 
     // The winner holds its lease a while (delay fault): the loser finds it live.
-    const [a, b] = await Promise.all([pay(key, orderId, 2400, 'delay=2000'), pay(key, orderId, 2400, 'delay=2000')]);
+    const [a, b] = await Promise.all([
+      pay(key, orderId, 2400, 'delay=2000'),
+      pay(key, orderId, 2400, 'delay=2000'),
+    ]);
     expect([a.status, b.status].sort()).toEqual([201, 409]);
     expect((a.status === 409 ? a : b).headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);

@@ -34,7 +34,9 @@ describe('statements per request', () => {
   }
 
   /** The first word of each query the request sent, and the queries themselves. */
-  async function countStatements(send: () => Promise<unknown>): Promise<string[] & { raw: string[] }> {
+  async function countStatements(
+    send: () => Promise<unknown>,
+  ): Promise<string[] & { raw: string[] }> {
     sent.length = 0;
     await send();
     const words = sent.map((sql) => sql.trim().split(/\s+/)[0].toUpperCase());
@@ -78,24 +80,37 @@ describe('statements per request', () => {
     expect([...create]).toEqual(['START', 'INSERT', 'EXECUTE']);
     expect(statementsOf(first.raw[0])).toEqual([
       'START TRANSACTION',
-      expect.stringMatching(/^PREPARE idempotency_claim_[0-9a-f]{8} AS WITH claim AS \(\s+INSERT INTO idempotency_keys/),
-      expect.stringMatching(/^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
+      expect.stringMatching(
+        /^PREPARE idempotency_claim_[0-9a-f]{8} AS WITH claim AS \(\s+INSERT INTO idempotency_keys/,
+      ),
+      expect.stringMatching(
+        /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
+      ),
       'SET LOCAL lock_timeout TO DEFAULT',
       'SAVEPOINT idempotency_handler',
     ]);
     expect(statementsOf(first.raw[2])).toEqual([
-      expect.stringMatching(/^PREPARE idempotency_record_[0-9a-f]{8} AS WITH recorded AS \(\s+UPDATE idempotency_keys/),
-      expect.stringMatching(/^EXECUTE idempotency_record_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
+      expect.stringMatching(
+        /^PREPARE idempotency_record_[0-9a-f]{8} AS WITH recorded AS \(\s+UPDATE idempotency_keys/,
+      ),
+      expect.stringMatching(
+        /^EXECUTE idempotency_record_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
+      ),
       'COMMIT',
     ]);
     expect(statementsOf(create.raw[0])).toEqual([
       'START TRANSACTION',
-      expect.stringMatching(/^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/),
+      expect.stringMatching(
+        /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
+      ),
       'SET LOCAL lock_timeout TO DEFAULT',
       'SAVEPOINT idempotency_handler',
     ]);
     expect(create.raw[1]).toMatch(/^INSERT INTO "orders"/);
-    expect(statementsOf(create.raw[2])).toEqual([expect.stringMatching(/^EXECUTE idempotency_record_[0-9a-f]{8}\(/), 'COMMIT']);
+    expect(statementsOf(create.raw[2])).toEqual([
+      expect.stringMatching(/^EXECUTE idempotency_record_[0-9a-f]{8}\(/),
+      'COMMIT',
+    ]);
     // The key travels as a quoted literal in those batches, never as SQL.
     expect(create.raw[0]).toContain(`'${key}'`);
     // START TRANSACTION carrying the claim-or-read; COMMIT

@@ -39,7 +39,8 @@ function markdownFiles(dir = ROOT) {
   const found = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.isDirectory()) {
-      if (!IGNORED_DIRS.has(entry.name) && !entry.name.startsWith('.')) found.push(...markdownFiles(join(dir, entry.name)));
+      if (!IGNORED_DIRS.has(entry.name) && !entry.name.startsWith('.'))
+        found.push(...markdownFiles(join(dir, entry.name)));
     } else if (entry.name.endsWith('.md')) {
       found.push(join(dir, entry.name));
     }
@@ -92,7 +93,10 @@ function headingText(raw) {
  * letter, mark, number, connector (`_`), hyphen or space removed, spaces turned into hyphens.
  */
 function slug(text) {
-  return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '').replace(/ /g, '-');
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** Every anchor a file offers: its headings' slugs (`-1`, `-2` for repeats) and HTML ids. */
@@ -116,11 +120,16 @@ function anchorsOf(text) {
     if (atx) return add(atx[1] ?? '');
     // A setext heading: a line of text underlined with = or -.
     const previous = lines[i - 1];
-    if (/^ {0,3}(=+|-+)[ \t]*$/.test(line) && previous?.trim() && !/^ {0,3}([#>|*+-]|\d+[.)])/.test(previous)) {
+    if (
+      /^ {0,3}(=+|-+)[ \t]*$/.test(line) &&
+      previous?.trim() &&
+      !/^ {0,3}([#>|*+-]|\d+[.)])/.test(previous)
+    ) {
       add(previous.trim());
     }
   });
-  for (const match of prose.matchAll(/<[a-z][^>]*\s(?:id|name)\s*=\s*["']([^"']+)["']/gi)) anchors.add(match[1]);
+  for (const match of prose.matchAll(/<[a-z][^>]*\s(?:id|name)\s*=\s*["']([^"']+)["']/gi))
+    anchors.add(match[1]);
   return anchors;
 }
 
@@ -130,8 +139,10 @@ function linksOf(text) {
   const lineAt = (offset) => prose.slice(0, offset).split('\n').length;
   const links = [];
   // [text](destination "title"): the text may hold one level of brackets and span lines.
-  const inline = /!?\[(?:[^[\]]|\[[^[\]]*\])*\]\(\s*(<[^>\n]*>|(?:[^\s()]|\([^\s()]*\))*)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g;
-  for (const match of prose.matchAll(inline)) links.push({ target: match[1].replace(/^<|>$/g, ''), line: lineAt(match.index) });
+  const inline =
+    /!?\[(?:[^[\]]|\[[^[\]]*\])*\]\(\s*(<[^>\n]*>|(?:[^\s()]|\([^\s()]*\))*)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g;
+  for (const match of prose.matchAll(inline))
+    links.push({ target: match[1].replace(/^<|>$/g, ''), line: lineAt(match.index) });
   for (const match of prose.matchAll(/^ {0,3}\[[^\]]+\]:[ \t]*(<[^>\n]*>|\S+)/gm)) {
     links.push({ target: match[1].replace(/^<|>$/g, ''), line: lineAt(match.index) });
   }
@@ -157,13 +168,19 @@ for (const file of files) {
   for (const { target, line } of linksOf(readFileSync(file, 'utf8'))) {
     const where = `${name}:${line}`;
     let local; // the link as a path from the repository's root (leading /) or from this file
-    const inRepository = base && target.startsWith(`${base}/`) ? /^\/(?:blob|tree)\/main\/(.*)$/.exec(target.slice(base.length)) : null;
+    const inRepository =
+      base && target.startsWith(`${base}/`)
+        ? /^\/(?:blob|tree)\/main\/(.*)$/.exec(target.slice(base.length))
+        : null;
     if (inRepository) {
       local = '/' + inRepository[1];
     } else if (/^[a-z][a-z0-9+.-]*:|^\/\//i.test(target)) {
       continue; // another site, or another part of GitHub (issues): not checked
     } else {
-      if (shipped.has(name)) failures.push(`${where}: ${target}: npm shows this file, and cannot follow a relative link; use ${base ?? 'the repository URL'}/blob/main/…`);
+      if (shipped.has(name))
+        failures.push(
+          `${where}: ${target}: npm shows this file, and cannot follow a relative link; use ${base ?? 'the repository URL'}/blob/main/…`,
+        );
       local = target;
     }
     checked++;
@@ -177,13 +194,25 @@ for (const file of files) {
       continue;
     }
     // A path starting with / is relative to the repository's root, as on GitHub.
-    const resolved = pathPart === '' ? file : pathPart.startsWith('/') ? join(ROOT, pathPart) : resolve(dirname(file), pathPart);
+    const resolved =
+      pathPart === ''
+        ? file
+        : pathPart.startsWith('/')
+          ? join(ROOT, pathPart)
+          : resolve(dirname(file), pathPart);
     if (!existsSync(resolved)) {
       failures.push(`${where}: ${target}: ${relative(ROOT, resolved) || '.'} does not exist`);
       continue;
     }
-    if (anchor && statSync(resolved).isFile() && resolved.endsWith('.md') && !anchorsOfFile(resolved).has(anchor)) {
-      failures.push(`${where}: ${target}: ${relative(ROOT, resolved)} has no heading or id "#${anchor}"`);
+    if (
+      anchor &&
+      statSync(resolved).isFile() &&
+      resolved.endsWith('.md') &&
+      !anchorsOfFile(resolved).has(anchor)
+    ) {
+      failures.push(
+        `${where}: ${target}: ${relative(ROOT, resolved)} has no heading or id "#${anchor}"`,
+      );
     }
   }
 }

@@ -121,7 +121,8 @@ function build(out) {
     // --path must be relative: the CLI joins it to the working directory.
     const args = [nest, 'build', 'payments-api', '--path', path.relative(ROOT, tsconfig)];
     const result = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' });
-    if (result.status !== 0) throw new Error(`nest build failed (exit code ${result.status ?? result.signal})`);
+    if (result.status !== 0)
+      throw new Error(`nest build failed (exit code ${result.status ?? result.signal})`);
     fs.renameSync(partial, out);
   } finally {
     fs.rmSync(tsconfig, { force: true });

@@ -47,7 +47,9 @@ export class ConsumerApp {
     app.timings.node = (Date.now() - started) / 1000;
     try {
       if (!relative(WORKSPACE, dir).startsWith('..')) {
-        throw new Error(`the scratch app must live outside the workspace, got ${dir} (check TMPDIR)`);
+        throw new Error(
+          `the scratch app must live outside the workspace, got ${dir} (check TMPDIR)`,
+        );
       }
       cpSync(join(FIXTURE, 'src'), join(dir, 'src'), { recursive: true });
       cpSync(join(FIXTURE, 'tsconfig.json'), join(dir, 'tsconfig.json'));
@@ -55,7 +57,9 @@ export class ConsumerApp {
       cpSync(tarball, join(dir, `${LIBRARY_NAME}.tgz`)); // the package.json names it file:./
       await app.timed('install', () => app.npm(['install', ...NPM_INSTALL_FLAGS]));
       const tsc = join(dir, 'node_modules/typescript/bin/tsc');
-      await app.timed('tsc', () => run(runtime.node, [tsc, '-p', 'tsconfig.json'], { cwd: dir, runtime }));
+      await app.timed('tsc', () =>
+        run(runtime.node, [tsc, '-p', 'tsconfig.json'], { cwd: dir, runtime }),
+      );
     } catch (error) {
       app.remove();
       throw error;

@@ -28,7 +28,12 @@ const SHARED_WITH_APP = [
  * Optional peers: loaded only by the features that need them (OpenAPI, the RabbitMQ transport),
  * so an app without them installs and runs the library as is.
  */
-const OPTIONAL_PEERS = ['@nestjs/swagger', '@nestjs/microservices', 'amqp-connection-manager', 'amqplib'];
+const OPTIONAL_PEERS = [
+  '@nestjs/swagger',
+  '@nestjs/microservices',
+  'amqp-connection-manager',
+  'amqplib',
+];
 
 /** What a user's app, installed from the tarball, must see: the same on every variant. */
 export function describeConsumer(variant: ConsumerVariant): void {
@@ -42,11 +47,16 @@ export function describeConsumer(variant: ConsumerVariant): void {
     afterAll(() => app?.remove());
 
     it('declares as peers exactly the packages the app must share with it, and the optional ones as optional', () => {
-      const manifest = app.libraryManifest() as { peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+      const manifest = app.libraryManifest() as {
+        peerDependencies?: Record<string, string>;
+        peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+      };
       const optional = Object.entries(manifest.peerDependenciesMeta ?? {})
         .filter(([, meta]) => meta.optional)
         .map(([name]) => name);
-      const required = Object.keys(manifest.peerDependencies ?? {}).filter((name) => !optional.includes(name));
+      const required = Object.keys(manifest.peerDependencies ?? {}).filter(
+        (name) => !optional.includes(name),
+      );
       expect(required.sort()).toEqual([...SHARED_WITH_APP].sort());
       expect(optional.sort()).toEqual([...OPTIONAL_PEERS].sort());
     });
@@ -54,7 +64,10 @@ export function describeConsumer(variant: ConsumerVariant): void {
     it('installs with every peer in range, and one copy of each shared package (npm ls)', async () => {
       // Exit code 0: nothing missing, nothing extraneous, no peer out of its range.
       const tree = await app.npm(['ls', '--all'], { allowFailure: true });
-      expect({ code: tree.code, stderr: tree.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+      expect({ code: tree.code, stderr: tree.stderr }).toEqual({
+        code: 0,
+        stderr: expect.any(String),
+      });
       const found = await app.npm(['ls', '--all', '--parseable', ...SHARED_WITH_APP]);
       const paths = found.stdout.split('\n').filter((line) => line.includes('node_modules'));
       for (const name of SHARED_WITH_APP) {
@@ -64,8 +77,12 @@ export function describeConsumer(variant: ConsumerVariant): void {
     });
 
     it('ships only the build output, README, CHANGELOG and LICENSE', () => {
-      const files = listFiles(app.libraryDir(), new Set(['node_modules'])).map((file) => relative(app.libraryDir(), file));
-      expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'README.md', 'LICENSE']));
+      const files = listFiles(app.libraryDir(), new Set(['node_modules'])).map((file) =>
+        relative(app.libraryDir(), file),
+      );
+      expect(files).toEqual(
+        expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'README.md', 'LICENSE']),
+      );
       const unexpected = files.filter(
         (file) =>
           !/^dist\/.+\.(js|js\.map|d\.ts)$/.test(file) &&
@@ -82,9 +99,13 @@ export function describeConsumer(variant: ConsumerVariant): void {
         ...Object.keys(manifest.dependencies ?? {}),
       ]);
       const imported = new Set<string>();
-      for (const file of listFiles(join(app.libraryDir(), 'dist')).filter((f) => /\.(js|d\.ts)$/.test(f))) {
+      for (const file of listFiles(join(app.libraryDir(), 'dist')).filter((f) =>
+        /\.(js|d\.ts)$/.test(f),
+      )) {
         const code = readFileSync(file, 'utf8');
-        for (const [, specifier] of code.matchAll(/(?:\bfrom\s+|\brequire\(\s*|\bimport\(\s*)['"]([^'"]+)['"]/g)) {
+        for (const [, specifier] of code.matchAll(
+          /(?:\bfrom\s+|\brequire\(\s*|\bimport\(\s*)['"]([^'"]+)['"]/g,
+        )) {
           if (!specifier.startsWith('.')) imported.add(packageName(specifier));
         }
       }
@@ -100,7 +121,9 @@ export function describeConsumer(variant: ConsumerVariant): void {
         db = await ScratchDatabase.create(`consumer_${variant.name}_${process.pid}`);
         server = await app.start(db.url);
         // eslint-disable-next-line no-console
-        console.log(`consumer ${variant.name} (Node ${app.runtime.version}): ${app.describeTimings()}`);
+        console.log(
+          `consumer ${variant.name} (Node ${app.runtime.version}): ${app.describeTimings()}`,
+        );
       }, 60_000);
 
       afterAll(async () => {
@@ -111,7 +134,10 @@ export function describeConsumer(variant: ConsumerVariant): void {
       const createWidget = (body: string, headers: Record<string, string>) =>
         postRaw(server.url, '/widgets', body, headers);
       const widgets = (name: string) =>
-        db.query<{ id: string; amount_cents: number }>('SELECT id, amount_cents FROM widgets WHERE name = $1', [name]);
+        db.query<{ id: string; amount_cents: number }>(
+          'SELECT id, amount_cents FROM widgets WHERE name = $1',
+          [name],
+        );
       const keyRows = (key: string) =>
         db.query<{ status: string; response_code: number; response_body: Buffer }>(
           'SELECT status, response_code, response_body FROM idempotency_keys WHERE idem_key = $1',
@@ -139,7 +165,9 @@ export function describeConsumer(variant: ConsumerVariant): void {
         const body = JSON.stringify({ name, amountCents: 700 });
         // The first holds its transaction open 300 ms: the others arrive while it runs.
         const answers = await Promise.all(
-          Array.from({ length: 20 }, () => createWidget(body, { 'idempotency-key': key, 'x-test-delay-ms': '300' })),
+          Array.from({ length: 20 }, () =>
+            createWidget(body, { 'idempotency-key': key, 'x-test-delay-ms': '300' }),
+          ),
         );
         expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(201));
         expect(new Set(answers.map((answer) => answer.text)).size).toBe(1);
@@ -155,7 +183,9 @@ export function describeConsumer(variant: ConsumerVariant): void {
       it('replays the first response byte for byte, for a reordered body that spells out its default', async () => {
         const key = uniqueKey();
         const name = `w-${randomUUID()}`;
-        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), { 'idempotency-key': key });
+        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), {
+          'idempotency-key': key,
+        });
         expect(first.status).toBe(201);
         const reordered = `{ "color": "red",  "amountCents": 250, "name": ${JSON.stringify(name)} }`;
         const replay = await createWidget(reordered, { 'idempotency-key': key });
@@ -170,28 +200,42 @@ export function describeConsumer(variant: ConsumerVariant): void {
       it('answers 422 for a key reused with another body, and writes nothing for it', async () => {
         const key = uniqueKey();
         const name = `w-${randomUUID()}`;
-        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), { 'idempotency-key': key });
+        const first = await createWidget(JSON.stringify({ name, amountCents: 250 }), {
+          'idempotency-key': key,
+        });
         expect(first.status).toBe(201);
-        const reused = await createWidget(JSON.stringify({ name, amountCents: 251 }), { 'idempotency-key': key });
+        const reused = await createWidget(JSON.stringify({ name, amountCents: 251 }), {
+          'idempotency-key': key,
+        });
         expect(reused.status).toBe(422);
         expect(reused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-        expect(JSON.parse(reused.text)).toMatchObject({ type: 'urn:idempotency:key-reused', status: 422 });
+        expect(JSON.parse(reused.text)).toMatchObject({
+          type: 'urn:idempotency:key-reused',
+          status: 422,
+        });
         expect(await widgets(name)).toEqual([expect.objectContaining({ amount_cents: 250 })]);
-        expect(await keyRows(key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+        expect(await keyRows(key)).toEqual([
+          expect.objectContaining({ status: 'completed', response_code: 201 }),
+        ]);
       });
 
       it("rolls the handler's write back with the claim on a transient failure, so the retry runs", async () => {
         const key = uniqueKey();
         const name = `w-${randomUUID()}`;
         const body = JSON.stringify({ name, amountCents: 300 });
-        const failed = await createWidget(body, { 'idempotency-key': key, 'x-test-fail-after-write': 'true' });
+        const failed = await createWidget(body, {
+          'idempotency-key': key,
+          'x-test-fail-after-write': 'true',
+        });
         expect(failed.status).toBe(503);
         expect(await widgets(name)).toEqual([]);
         expect(await keyRows(key)).toEqual([]);
         const retry = await createWidget(body, { 'idempotency-key': key });
         expect(retry.status).toBe(201);
         expect(await widgets(name)).toHaveLength(1);
-        expect(await keyRows(key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+        expect(await keyRows(key)).toEqual([
+          expect.objectContaining({ status: 'completed', response_code: 201 }),
+        ]);
       });
     });
   });

@@ -14,10 +14,12 @@ const NOT_PACKED = new Set(['dist', 'node_modules', 'api-report', 'api-extractor
 export function libraryTarball(): string {
   const { name, version } = JSON.parse(readFileSync(join(LIBRARY, 'package.json'), 'utf8'));
   const tarball = join(WORKSPACE, '.data/pack', `${name}-${version}.tgz`);
-  if (!existsSync(tarball)) throw new Error(`${tarball} is missing: run "npm run pack:lib" (npm test does)`);
+  if (!existsSync(tarball))
+    throw new Error(`${tarball} is missing: run "npm run pack:lib" (npm test does)`);
   const packedAt = statSync(tarball).mtimeMs;
   const newer = listFiles(LIBRARY, NOT_PACKED).find((file) => statSync(file).mtimeMs > packedAt);
-  if (newer) throw new Error(`${newer} changed after ${tarball} was packed: run "npm run pack:lib"`);
+  if (newer)
+    throw new Error(`${newer} changed after ${tarball} was packed: run "npm run pack:lib"`);
   return tarball;
 }
 
@@ -25,5 +27,7 @@ export function libraryTarball(): string {
 export function listFiles(dir: string, skip: ReadonlySet<string> = new Set()): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((entry) => !skip.has(entry.name))
-    .flatMap((entry) => (entry.isDirectory() ? listFiles(join(dir, entry.name), skip) : [join(dir, entry.name)]));
+    .flatMap((entry) =>
+      entry.isDirectory() ? listFiles(join(dir, entry.name), skip) : [join(dir, entry.name)],
+    );
 }

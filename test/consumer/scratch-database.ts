@@ -27,7 +27,10 @@ export class ScratchDatabase {
     return new ScratchDatabase(name, url.toString());
   }
 
-  async query<T extends Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+  async query<T extends Record<string, unknown>>(
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<T[]> {
     return (await this.pool.query(sql, params)).rows as T[];
   }
 

@@ -31,7 +31,11 @@ export interface NodeRuntime {
 }
 
 export function currentNode(): NodeRuntime {
-  return { version: process.versions.node, node: process.execPath, binDir: dirname(process.execPath) };
+  return {
+    version: process.versions.node,
+    node: process.execPath,
+    binDir: dirname(process.execPath),
+  };
 }
 
 /**
@@ -60,8 +64,11 @@ export async function registryNode(version: string): Promise<NodeRuntime> {
       rmSync(partial, { recursive: true, force: true });
     }
   }
-  const reported = (await run(node, ['--version'], { cwd: dir, runtime: currentNode() })).stdout.trim();
-  if (reported !== `v${version}`) throw new Error(`${node} reports ${reported}, expected v${version}`);
+  const reported = (
+    await run(node, ['--version'], { cwd: dir, runtime: currentNode() })
+  ).stdout.trim();
+  if (reported !== `v${version}`)
+    throw new Error(`${node} reports ${reported}, expected v${version}`);
   return { version, node, binDir: dirname(node) };
 }
 
@@ -87,7 +94,8 @@ export function run(command: string, args: string[], options: RunOptions): Promi
   const { cwd, runtime, allowFailure = false, timeoutMs = 10 * 60_000 } = options;
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^npm_/i.test(key) || ['INIT_CWD', 'NODE_OPTIONS', 'NODE_PATH', 'NODE_ENV'].includes(key)) continue;
+    if (/^npm_/i.test(key) || ['INIT_CWD', 'NODE_OPTIONS', 'NODE_PATH', 'NODE_ENV'].includes(key))
+      continue;
     env[key] = value;
   }
   env.PATH = [runtime.binDir, process.env.PATH].filter(Boolean).join(delimiter);
@@ -107,7 +115,11 @@ export function run(command: string, args: string[], options: RunOptions): Promi
       clearTimeout(timer);
       if (code === 0 || allowFailure) return resolve({ code, stdout, stderr });
       const how = signal ? `was killed by ${signal}` : `exited with ${code}`;
-      reject(new Error(`${command} ${args.join(' ')} (in ${cwd}) ${how}\n${stdout}\n${stderr}`.trimEnd()));
+      reject(
+        new Error(
+          `${command} ${args.join(' ')} (in ${cwd}) ${how}\n${stdout}\n${stderr}`.trimEnd(),
+        ),
+      );
     });
   });
 }

@@ -32,7 +32,11 @@ describe('forRootAsync with @nestjs/config, as the README shows it', () => {
     );
     try {
       const key = randomUUID();
-      await request(app.getHttpServer()).post('/widgets').set('idempotency-key', key).send({ tag: 'config' }).expect(201);
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', key)
+        .send({ tag: 'config' })
+        .expect(201);
       expect(await ttlOf(dataSource, key)).toBe(3600);
     } finally {
       await app.close();
@@ -47,4 +51,3 @@ async function ttlOf(dataSource: DataSource, key: string): Promise<number> {
   );
   return row.ttl;
 }
-

@@ -1,4 +1,11 @@
-import { Body, Controller, Get, type INestApplication, Post, UseInterceptors } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  type INestApplication,
+  Post,
+  UseInterceptors,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
@@ -76,7 +83,9 @@ describe.each([
       {},
       {
         controllers: [LedgerController, TransfersController],
-        providers: globalInterceptor ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }] : [],
+        providers: globalInterceptor
+          ? [{ provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor }]
+          : [],
       },
     ));
   });
@@ -120,7 +129,9 @@ describe.each([
     await post('/ledger/withdrawals', tag, key).expect(201);
     await post('/ledger/withdrawals', tag, key).expect(201);
     expect(await effects(tag)).toEqual(['withdrawals']);
-    expect(await keyRows(key)).toEqual([{ endpoint: 'POST /ledger/withdrawals', status: 'completed', ttl: 600 }]);
+    expect(await keyRows(key)).toEqual([
+      { endpoint: 'POST /ledger/withdrawals', status: 'completed', ttl: 600 },
+    ]);
   });
 
   it("keeps the class's ttl and the default required key where the method sets only a scope", async () => {
@@ -139,7 +150,9 @@ describe.each([
     const retry = await post('/transfers', tag, key).expect(201);
     expect(retry.text).toBe(first.text);
     expect(await effects(tag)).toEqual(['transfers']);
-    expect(await keyRows(key)).toEqual([{ endpoint: 'POST /transfers', status: 'completed', ttl: 300 }]);
+    expect(await keyRows(key)).toEqual([
+      { endpoint: 'POST /transfers', status: 'completed', ttl: 300 },
+    ]);
   });
 
   it('leaves a route with the interceptor but no @Idempotent() alone', async () => {
@@ -153,7 +166,10 @@ describe.each([
 
   it('leaves GET on a class-level controller untouched: no key needed, no row', async () => {
     const key = randomUUID();
-    const response = await request(app.getHttpServer()).get('/ledger').set('idempotency-key', key).expect(200);
+    const response = await request(app.getHttpServer())
+      .get('/ledger')
+      .set('idempotency-key', key)
+      .expect(200);
     expect(response.body).toEqual({ entries: [] });
     expect(await keyRows(key)).toEqual([]);
   });

@@ -10,7 +10,11 @@ import { Reflector } from '@nestjs/core';
 import { map } from 'rxjs';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { type IdempotencyEvent, IdempotencyModule, IdempotencyProblemType } from 'nestjs-pg-idempotency';
+import {
+  type IdempotencyEvent,
+  IdempotencyModule,
+  IdempotencyProblemType,
+} from 'nestjs-pg-idempotency';
 import type { DataSource } from 'typeorm';
 import { createLibraryApp } from './library-app';
 
@@ -39,7 +43,9 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
   let dataSource: DataSource;
   beforeAll(async () => {
     // No replay cache: these tests move rows' expiry by SQL, which a cache would not see.
-    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({ replayCache: false })));
+    ({ app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRoot({ replayCache: false }),
+    ));
   });
   afterAll(() => app.close());
 
@@ -72,7 +78,9 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     expect(other.status).toBe(422);
     expect(other.body.type).toBe(IdempotencyProblemType.keyReused);
     expect(await effects(dataSource, t)).toEqual(['things/1']);
-    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ endpoint: 'POST /things/:thingId' })]);
+    expect(await keyRows(dataSource, k)).toEqual([
+      expect.objectContaining({ endpoint: 'POST /things/:thingId' }),
+    ]);
   });
 
   it('puts the query in the fingerprint', async () => {
@@ -89,7 +97,9 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     const k = key();
     const t = tag();
     const first = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
-    const explicit = await post('/widgets', { size: 1, tag: t }, { 'idempotency-key': k }).expect(201);
+    const explicit = await post('/widgets', { size: 1, tag: t }, { 'idempotency-key': k }).expect(
+      201,
+    );
     await post('/widgets', { size: 2, tag: t }, { 'idempotency-key': k }).expect(422);
     expect(explicit.text).toBe(first.text);
     expect(await effects(dataSource, t)).toEqual(['widgets']);
@@ -150,7 +160,10 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     const k = key();
     const t = tag();
     const first = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
-    await dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`, [k]);
+    await dataSource.query(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`,
+      [k],
+    );
     const again = await post('/widgets', { tag: t }, { 'idempotency-key': k }).expect(201);
     expect(again.body.id).not.toBe(first.body.id);
     expect(await effects(dataSource, t)).toEqual(['widgets', 'widgets']);
@@ -173,37 +186,48 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     const again = await post('/redirect', { tag: t }, { 'idempotency-key': k }).expect(303);
     expect(again.headers.location).toBe(first.headers.location);
     expect(await effects(dataSource, t)).toEqual(['redirect']);
-    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ status: 'completed', response_code: 303 })]);
+    expect(await keyRows(dataSource, k)).toEqual([
+      expect.objectContaining({ status: 'completed', response_code: 303 }),
+    ]);
   });
 
   it('gives the handler the usual lock_timeout, not the claim’s', async () => {
-    const res = await post('/lock-timeout', { tag: tag() }, { 'idempotency-key': key() }).expect(201);
+    const res = await post('/lock-timeout', { tag: tag() }, { 'idempotency-key': key() }).expect(
+      201,
+    );
     expect(res.body).toEqual({ lockTimeout: '0' });
   });
 
   it.each([
-    ['JSON text JavaScript numbers cannot hold', '/json-text', /^\{"id":\d+,"big":12345678901234567890,"amount":1\.50\}$/],
+    [
+      'JSON text JavaScript numbers cannot hold',
+      '/json-text',
+      /^\{"id":\d+,"big":12345678901234567890,"amount":1\.50\}$/,
+    ],
     ['text under a JSON content type that is no JSON', '/json-text?invalid=1', /^not json \{\d+$/],
-  ])('sends %s exactly as the handler returned it, first and on the replay', async (_label, path, exact) => {
-    const k = key();
-    const t = tag();
-    // Read as text: the client must not try to parse what is no JSON.
-    const send = () =>
-      post(path, { tag: t }, { 'idempotency-key': k })
-        .buffer(true)
-        .parse((res, done) => {
-          let text = '';
-          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-          res.on('end', () => done(null, text));
-        })
-        .expect(201);
-    const first = await send();
-    const again = await send();
-    expect(first.body).toMatch(exact); // the text, as the parser above read it
-    expect(again.body).toBe(first.body);
-    expect(first.headers['content-type']).toMatch(/^application\/json/);
-    expect(await effects(dataSource, t)).toEqual(['json-text']);
-  });
+  ])(
+    'sends %s exactly as the handler returned it, first and on the replay',
+    async (_label, path, exact) => {
+      const k = key();
+      const t = tag();
+      // Read as text: the client must not try to parse what is no JSON.
+      const send = () =>
+        post(path, { tag: t }, { 'idempotency-key': k })
+          .buffer(true)
+          .parse((res, done) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+            res.on('end', () => done(null, text));
+          })
+          .expect(201);
+      const first = await send();
+      const again = await send();
+      expect(first.body).toMatch(exact); // the text, as the parser above read it
+      expect(again.body).toBe(first.body);
+      expect(first.headers['content-type']).toMatch(/^application\/json/);
+      expect(await effects(dataSource, t)).toEqual(['json-text']);
+    },
+  );
 
   it('keeps a content type the handler set, on the first answer and on the replay', async () => {
     const k = key();
@@ -271,26 +295,45 @@ describe('IdempotencyModule.forRootAsync with every option set', () => {
   it('reads the configured header, marks replays and lets the hook decorate them', async () => {
     const k = key();
     const t = tag();
-    const first = await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a' }).expect(201);
-    const replay = await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a' }).expect(201);
+    const first = await post(
+      { tag: t },
+      { 'x-request-key': k, 'x-test-tenant': 'tenant-a' },
+    ).expect(201);
+    const replay = await post(
+      { tag: t },
+      { 'x-request-key': k, 'x-test-tenant': 'tenant-a' },
+    ).expect(201);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.headers['x-replayed-key']).toMatch(/^[0-9a-f]{12}$/);
     expect(replay.text).toBe(first.text);
-    expect(await keyRows(dataSource, k)).toEqual([expect.objectContaining({ tenant_id: 'tenant-a', ttl: 3600 })]);
+    expect(await keyRows(dataSource, k)).toEqual([
+      expect.objectContaining({ tenant_id: 'tenant-a', ttl: 3600 }),
+    ]);
   });
 
   it('stores and replays the allowlisted response headers, and only those', async () => {
     const k = key();
     const t = tag();
     const headers = { 'x-request-key': k, 'x-test-tenant': 'tenant-a' };
-    const first = await request(app.getHttpServer()).post('/headers').set(headers).send({ tag: t }).expect(201);
-    const replay = await request(app.getHttpServer()).post('/headers').set(headers).send({ tag: t }).expect(201);
+    const first = await request(app.getHttpServer())
+      .post('/headers')
+      .set(headers)
+      .send({ tag: t })
+      .expect(201);
+    const replay = await request(app.getHttpServer())
+      .post('/headers')
+      .set(headers)
+      .send({ tag: t })
+      .expect(201);
     expect(first.headers['x-custom']).toBe(`custom-${first.body.id}`);
     expect(first.headers['x-not-stored']).toBe(`volatile-${first.body.id}`);
     expect(replay.headers['x-custom']).toBe(first.headers['x-custom']);
     expect(replay.headers['x-not-stored']).toBeUndefined();
-    const [row] = await dataSource.query('SELECT response_headers FROM idempotency_keys WHERE idem_key = $1', [k]);
+    const [row] = await dataSource.query(
+      'SELECT response_headers FROM idempotency_keys WHERE idem_key = $1',
+      [k],
+    );
     expect(Object.keys(row.response_headers).sort()).toEqual(['content-type', 'x-custom']);
     expect(await effects(dataSource, t)).toEqual(['headers']);
   });
@@ -307,9 +350,18 @@ describe('IdempotencyModule.forRootAsync with every option set', () => {
   it('scopes by the resolved tenant and puts configured headers in the fingerprint', async () => {
     const k = key();
     const t = tag();
-    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'usd' }).expect(201);
-    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-b', 'x-currency': 'usd' }).expect(201);
-    await post({ tag: t }, { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'eur' }).expect(422);
+    await post(
+      { tag: t },
+      { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'usd' },
+    ).expect(201);
+    await post(
+      { tag: t },
+      { 'x-request-key': k, 'x-test-tenant': 'tenant-b', 'x-currency': 'usd' },
+    ).expect(201);
+    await post(
+      { tag: t },
+      { 'x-request-key': k, 'x-test-tenant': 'tenant-a', 'x-currency': 'eur' },
+    ).expect(422);
     expect(await effects(dataSource, t)).toEqual(['widgets', 'widgets']);
   });
 });
@@ -326,7 +378,10 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
   let dataSource: DataSource;
   beforeAll(async () => {
     ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
-      nest.useGlobalInterceptors(new WrapInterceptor(), new ClassSerializerInterceptor(nest.get(Reflector))),
+      nest.useGlobalInterceptors(
+        new WrapInterceptor(),
+        new ClassSerializerInterceptor(nest.get(Reflector)),
+      ),
     ));
   });
   afterAll(() => app.close());
@@ -334,14 +389,18 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
   it('never stores nor sends an @Exclude()d field, and outer interceptors see a value, first time and on replay', async () => {
     const k = key();
     const t = tag();
-    const post = () => request(app.getHttpServer()).post('/account').set('idempotency-key', k).send({ tag: t });
+    const post = () =>
+      request(app.getHttpServer()).post('/account').set('idempotency-key', k).send({ tag: t });
     const first = await post().expect(201);
     const replay = await post().expect(201);
 
     expect(first.body).toEqual({ data: { id: expect.any(Number), email: `${t}@example.com` } });
     expect(replay.text).toBe(first.text);
     expect(first.text).not.toContain('SECRET');
-    const [row] = await dataSource.query('SELECT response_body FROM idempotency_keys WHERE idem_key = $1', [k]);
+    const [row] = await dataSource.query(
+      'SELECT response_body FROM idempotency_keys WHERE idem_key = $1',
+      [k],
+    );
     expect(row.response_body.toString('utf8')).not.toContain('SECRET');
     expect(await effects(dataSource, t)).toEqual(['account']);
   });
@@ -365,9 +424,17 @@ describe('IdempotencyModule events when an onReplay hook throws', () => {
   it('reports the replay once, never a second time as released', async () => {
     const k = key();
     const body = { tag: tag() };
-    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send(body).expect(201);
+    await request(app.getHttpServer())
+      .post('/widgets')
+      .set('idempotency-key', k)
+      .send(body)
+      .expect(201);
     events.length = 0;
-    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send(body).expect(500);
+    await request(app.getHttpServer())
+      .post('/widgets')
+      .set('idempotency-key', k)
+      .send(body)
+      .expect(500);
     expect(events.map((event) => event.type)).toEqual(['replayed']);
   });
 });

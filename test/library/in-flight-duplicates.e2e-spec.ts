@@ -65,7 +65,11 @@ describe('in-flight duplicates in one process', () => {
     request(app.getHttpServer()).post(path).set('idempotency-key', key).send(body);
 
   const effects = async (tag: string) =>
-    (await dataSource.query('SELECT count(*)::int AS n FROM library_test_effects WHERE tag = $1', [tag]))[0].n;
+    (
+      await dataSource.query('SELECT count(*)::int AS n FROM library_test_effects WHERE tag = $1', [
+        tag,
+      ])
+    )[0].n;
 
   it('lets one waiting duplicate claim the key the first attempt released; the others replay its outcome', async () => {
     const key = randomUUID();
@@ -73,7 +77,9 @@ describe('in-flight duplicates in one process', () => {
     const first = post('/in-flight/flaky', key, { tag, delayMs: 300 }).then((r) => r);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const duplicates = await Promise.all(
-      Array.from({ length: 10 }, () => post('/in-flight/flaky', key, { tag, delayMs: 300 }).then((r) => r)),
+      Array.from({ length: 10 }, () =>
+        post('/in-flight/flaky', key, { tag, delayMs: 300 }).then((r) => r),
+      ),
     );
     expect((await first).status).toBe(500);
     const winners = duplicates.filter((response) => response.status === 201);
@@ -101,7 +107,9 @@ describe('in-flight duplicates in one process', () => {
     const first = post('/in-flight/slow', key, { tag, delayMs: 2600 }).then((r) => r);
     await new Promise((resolve) => setTimeout(resolve, 100));
     // Eight duplicates on a pool of four: were they waiting on the row lock, nothing else would run.
-    const duplicates = Array.from({ length: 8 }, () => post('/in-flight/slow', key, { tag, delayMs: 2600 }).then((r) => r));
+    const duplicates = Array.from({ length: 8 }, () =>
+      post('/in-flight/slow', key, { tag, delayMs: 2600 }).then((r) => r),
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const otherTag = randomUUID();
     const startedOther = Date.now();

@@ -1,4 +1,19 @@
-import { Body, Controller, Get, Header, HttpCode, type INestApplication, Injectable, type ModuleMetadata, Param, Post, Query, Res, UnprocessableEntityException, ValidationPipe } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  type INestApplication,
+  Injectable,
+  type ModuleMetadata,
+  Param,
+  Post,
+  Query,
+  Res,
+  UnprocessableEntityException,
+  ValidationPipe,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -7,7 +22,10 @@ import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { type InfrastructureOptions, libraryInfrastructure } from '../support/library-infrastructure';
+import {
+  type InfrastructureOptions,
+  libraryInfrastructure,
+} from '../support/library-infrastructure';
 
 /** Every handler records its side effect here, through the transaction. */
 @Injectable()
@@ -82,7 +100,11 @@ export class LibraryTestController {
 
   @Post('things/:thingId')
   @Idempotent()
-  async thing(@Param('thingId') thingId: string, @Query('mode') mode: string | undefined, @Body() body: ThingDto) {
+  async thing(
+    @Param('thingId') thingId: string,
+    @Query('mode') mode: string | undefined,
+    @Body() body: ThingDto,
+  ) {
     return { id: await this.effects.record(`things/${thingId}`, body.tag), mode: mode ?? null };
   }
 
@@ -126,7 +148,10 @@ export class LibraryTestController {
 
   @Post('headers')
   @Idempotent()
-  async headers(@Body() body: ThingDto, @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void }) {
+  async headers(
+    @Body() body: ThingDto,
+    @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void },
+  ) {
     const id = await this.effects.record('headers', body.tag);
     res.setHeader('x-custom', `custom-${id}`);
     res.setHeader('x-not-stored', `volatile-${id}`);
@@ -137,7 +162,10 @@ export class LibraryTestController {
   @Post('redirect')
   @HttpCode(303)
   @Idempotent()
-  async redirect(@Body() body: ThingDto, @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void }) {
+  async redirect(
+    @Body() body: ThingDto,
+    @Res({ passthrough: true }) res: { setHeader(n: string, v: string): void },
+  ) {
     const id = await this.effects.record('redirect', body.tag);
     res.setHeader('location', `/things/${id}`);
   }
@@ -173,7 +201,10 @@ export class LibraryTestController {
   @Post('isolation')
   @Idempotent()
   async isolation(@Body() body: ThingDto) {
-    return { id: await this.effects.record('isolation', body.tag), isolation: await this.effects.isolation() };
+    return {
+      id: await this.effects.record('isolation', body.tag),
+      isolation: await this.effects.isolation(),
+    };
   }
 
   /** A deterministic failure after a write: stored, and the write rolled back. */

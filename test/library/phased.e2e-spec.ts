@@ -1,10 +1,24 @@
-import { Body, Controller, Headers, type INestApplication, Injectable, Post, ServiceUnavailableException, ValidationPipe } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Headers,
+  type INestApplication,
+  Injectable,
+  Post,
+  ServiceUnavailableException,
+  ValidationPipe,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { IsString } from 'class-validator';
 import { randomUUID } from 'node:crypto';
-import { Idempotent, IdempotencyModule, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
+import {
+  Idempotent,
+  IdempotencyModule,
+  type IdempotentPhases,
+  Phases,
+} from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createProviderStub } from '../../apps/provider-stub/src/provider-stub.app';
@@ -37,17 +51,29 @@ class PhasedTestController {
   /** Two calls to one service in one request: two steps, two child keys. */
   @Post('two-calls')
   @Idempotent({ phased: true })
-  async twoCalls(@Body() body: TagDto, @Phases() phases: IdempotentPhases, @Headers('x-fail-between') failBetween?: string) {
-    const first = await phases.external('first-charge', () => charge(phases, 'charge-first', `${body.tag}-first`));
+  async twoCalls(
+    @Body() body: TagDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-fail-between') failBetween?: string,
+  ) {
+    const first = await phases.external('first-charge', () =>
+      charge(phases, 'charge-first', `${body.tag}-first`),
+    );
     if (failBetween) throw new ServiceUnavailableException('injected between the calls');
-    const second = await phases.external('second-charge', () => charge(phases, 'charge-second', `${body.tag}-second`));
+    const second = await phases.external('second-charge', () =>
+      charge(phases, 'charge-second', `${body.tag}-second`),
+    );
     return { first, second, resumed: phases.resumed };
   }
 
   /** A phase that can outlive its one-second lease. */
   @Post('slow-write')
   @Idempotent({ phased: true, leaseSeconds: 1 })
-  async slowWrite(@Body() body: TagDto, @Phases() phases: IdempotentPhases, @Headers('x-sleep') sleepMs?: string) {
+  async slowWrite(
+    @Body() body: TagDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-sleep') sleepMs?: string,
+  ) {
     const written = await phases.transaction('write', async () => {
       await this.effects.record(body.tag);
       if (sleepMs) await sleep(Number(sleepMs));
@@ -90,7 +116,9 @@ describe('phased mode in a bare app', () => {
     app.useGlobalPipes(new ValidationPipe({ transform: true }));
     dataSource = app.get(DataSource);
     await runMigrations(dataSource);
-    await dataSource.query(`CREATE TABLE IF NOT EXISTS phased_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`);
+    await dataSource.query(
+      `CREATE TABLE IF NOT EXISTS phased_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
+    );
     await app.init();
   });
   afterAll(async () => {
@@ -104,7 +132,11 @@ describe('phased mode in a bare app', () => {
   it('sends two different child keys for two calls to one service, the same ones on the retry', async () => {
     const key = `k-${randomUUID()}`;
     const tag = `t-${randomUUID()}`;
-    const failed = await post('/phased/two-calls', { tag }, { 'idempotency-key': key, 'x-fail-between': '1' });
+    const failed = await post(
+      '/phased/two-calls',
+      { tag },
+      { 'idempotency-key': key, 'x-fail-between': '1' },
+    );
     expect(failed.status).toBe(503);
     const [first] = await providerCharges(providerUrl, `${tag}-first`);
     expect(first).toBeDefined();
@@ -112,7 +144,11 @@ describe('phased mode in a bare app', () => {
     // The transient failure released the lease: the retry resumes at once, after 'first-charge'.
     const retried = await post('/phased/two-calls', { tag }, { 'idempotency-key': key });
     expect(retried.status).toBe(201);
-    expect(retried.body).toEqual({ first: first.id, second: expect.stringMatching(/^ch_/), resumed: true });
+    expect(retried.body).toEqual({
+      first: first.id,
+      second: expect.stringMatching(/^ch_/),
+      resumed: true,
+    });
     const firsts = await providerCharges(providerUrl, `${tag}-first`);
     const seconds = await providerCharges(providerUrl, `${tag}-second`);
     expect(firsts).toHaveLength(1);
@@ -129,21 +165,31 @@ describe('phased mode in a bare app', () => {
     const key = `k-${randomUUID()}`;
     const tag = `t-${randomUUID()}`;
     // .then() sends it now (supertest is lazy).
-    const slow = post('/phased/slow-write', { tag }, { 'idempotency-key': key, 'x-sleep': '3000' }).then((r) => r);
+    const slow = post(
+      '/phased/slow-write',
+      { tag },
+      { 'idempotency-key': key, 'x-sleep': '3000' },
+    ).then((r) => r);
     // Once the slow attempt holds the key, its lease runs out (as a one-second lease would).
     for (let i = 0; i < 100; i++) {
-      const [row] = await dataSource.query('SELECT 1 FROM idempotency_keys WHERE idem_key = $1', [key]);
+      const [row] = await dataSource.query('SELECT 1 FROM idempotency_keys WHERE idem_key = $1', [
+        key,
+      ]);
       if (row) break;
       await sleep(20);
     }
-    await dataSource.query('UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1', [key]);
+    await dataSource.query('UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1', [
+      key,
+    ]);
     const takeover = await post('/phased/slow-write', { tag }, { 'idempotency-key': key });
     expect(takeover.status).toBe(201);
     expect(takeover.body).toEqual({ by: 'fast' });
 
     const zombie = await slow;
     expect(zombie.status).toBe(409);
-    const rows = await dataSource.query('SELECT tag FROM phased_test_effects WHERE tag = $1', [tag]);
+    const rows = await dataSource.query('SELECT tag FROM phased_test_effects WHERE tag = $1', [
+      tag,
+    ]);
     expect(rows).toHaveLength(1);
     const [keyRow] = await dataSource.query(
       'SELECT status, step_state FROM idempotency_keys WHERE idem_key = $1',
@@ -156,12 +202,21 @@ describe('phased mode in a bare app', () => {
     const key = `k-${randomUUID()}`;
     const tag = `t-${randomUUID()}`;
     const expire = () =>
-      dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`, [key]);
-    await post('/phased/two-calls', { tag }, { 'idempotency-key': key, 'x-fail-between': '1' }).expect(503);
+      dataSource.query(
+        `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`,
+        [key],
+      );
+    await post(
+      '/phased/two-calls',
+      { tag },
+      { 'idempotency-key': key, 'x-fail-between': '1' },
+    ).expect(503);
     await expire();
 
     // In progress: the retry resumes, the first charge is not made again.
-    const resumed = await post('/phased/two-calls', { tag }, { 'idempotency-key': key }).expect(201);
+    const resumed = await post('/phased/two-calls', { tag }, { 'idempotency-key': key }).expect(
+      201,
+    );
     expect(resumed.body.resumed).toBe(true);
     expect(await providerCharges(providerUrl, `${tag}-first`)).toHaveLength(1);
 
@@ -179,6 +234,8 @@ describe('phased mode in a bare app', () => {
   it('requires a key on a phased route', async () => {
     const tag = `t-${randomUUID()}`;
     await post('/phased/slow-write', { tag }, {}).expect(400);
-    expect(await dataSource.query('SELECT 1 FROM phased_test_effects WHERE tag = $1', [tag])).toHaveLength(0);
+    expect(
+      await dataSource.query('SELECT 1 FROM phased_test_effects WHERE tag = $1', [tag]),
+    ).toHaveLength(0);
   });
 });

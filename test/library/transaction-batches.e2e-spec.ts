@@ -60,8 +60,17 @@ async function keyRow(dataSource: DataSource, idemKey: string) {
   return row;
 }
 
-async function libraryApp(options: { module?: { preparedStatements?: boolean }; infrastructure?: InfrastructureOptions } = {}) {
-  return createLibraryApp(IdempotencyModule.forRoot({ replayCache: false, ...options.module }), undefined, options.infrastructure);
+async function libraryApp(
+  options: {
+    module?: { preparedStatements?: boolean };
+    infrastructure?: InfrastructureOptions;
+  } = {},
+) {
+  return createLibraryApp(
+    IdempotencyModule.forRoot({ replayCache: false, ...options.module }),
+    undefined,
+    options.infrastructure,
+  );
 }
 
 /**
@@ -70,10 +79,14 @@ async function libraryApp(options: { module?: { preparedStatements?: boolean }; 
  * level, where PostgreSQL answers the wait with a serialization failure), never a 500. The
  * effect happens once either way.
  */
-async function duplicateMeetsRunningTwin(app: INestApplication, dataSource: DataSource): Promise<void> {
+async function duplicateMeetsRunningTwin(
+  app: INestApplication,
+  dataSource: DataSource,
+): Promise<void> {
   const t = tag();
   const k = randomUUID();
-  const send = () => request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
+  const send = () =>
+    request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
   const first = send().then((res) => res);
   await new Promise((done) => setTimeout(done, 100));
   const answers = await Promise.all([first, send().then((res) => res)]);
@@ -82,7 +95,11 @@ async function duplicateMeetsRunningTwin(app: INestApplication, dataSource: Data
   const other = answers.find((res) => res !== original);
   expect(original).toBeDefined();
   if (other?.status === 201) expect(other.text).toBe(original?.text);
-  else expect({ status: other?.status, retryAfter: other?.headers['retry-after'] }).toEqual({ status: 409, retryAfter: expect.any(String) });
+  else
+    expect({ status: other?.status, retryAfter: other?.headers['retry-after'] }).toEqual({
+      status: 409,
+      retryAfter: expect.any(String),
+    });
   expect(await effects(dataSource, t)).toEqual(['slow']);
   const later = await send().expect(201);
   expect(later.text).toBe(original?.text);
@@ -94,7 +111,9 @@ class TransactionPerRequest implements NestInterceptor {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   intercept(_context: ExecutionContext, next: CallHandler) {
-    return from(this.txHost.withTransaction(() => lastValueFrom(next.handle(), { defaultValue: undefined })));
+    return from(
+      this.txHost.withTransaction(() => lastValueFrom(next.handle(), { defaultValue: undefined })),
+    );
   }
 }
 
@@ -111,7 +130,10 @@ describe('atomic transactions opened by the library (the default)', () => {
     const hostileKey = `it's a "key" $1 ; -- \\ /* ${randomUUID()} */ ''`;
     const hostileTag = `O'Brien \\ "quoted" $2 ; DROP TABLE idempotency_keys; -- ✓ 🎉 ${randomUUID()}`;
     const send = () =>
-      request(app.getHttpServer()).post('/widgets').set('idempotency-key', hostileKey).send({ tag: hostileTag });
+      request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', hostileKey)
+        .send({ tag: hostileTag });
 
     const first = await send().expect(201);
     const replay = await send().expect(201);
@@ -125,7 +147,11 @@ describe('atomic transactions opened by the library (the default)', () => {
   });
 
   it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {
-    await request(app.getHttpServer()).post('/widgets').set('idempotency-key', randomUUID()).send({ tag: tag() }).expect(201);
+    await request(app.getHttpServer())
+      .post('/widgets')
+      .set('idempotency-key', randomUUID())
+      .send({ tag: tag() })
+      .expect(201);
     // The pool hands out its most recently released connection first: the one that request
     // used, with the library's statements prepared. Drop them behind the library's back.
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
@@ -136,7 +162,11 @@ describe('atomic transactions opened by the library (the default)', () => {
     const t = tag();
     const k = randomUUID();
     const sent = await queriesDuring(() =>
-      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t }).expect(201),
+      request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', k)
+        .send({ tag: t })
+        .expect(201),
     );
 
     // EXECUTE failed (26000), the empty transaction was rolled back, and the claim went again
@@ -151,8 +181,16 @@ describe('atomic transactions opened by the library (the default)', () => {
   it('rolls a stored failure back to its savepoint and commits the key with it', async () => {
     const t = tag();
     const k = randomUUID();
-    const first = await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
-    const replay = await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
+    const first = await request(app.getHttpServer())
+      .post('/declined')
+      .set('idempotency-key', k)
+      .send({ tag: t })
+      .expect(422);
+    const replay = await request(app.getHttpServer())
+      .post('/declined')
+      .set('idempotency-key', k)
+      .send({ tag: t })
+      .expect(422);
     expect(replay.text).toBe(first.text);
     expect(await effects(dataSource, t)).toEqual([]);
     expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
@@ -172,7 +210,11 @@ describe('atomic transactions: a batch that fails before its PREPARE ran', () =>
     // The handler swallowed an error, so the transaction is aborted when the COMMIT batch, with
     // the record's first PREPARE, arrives: the PREPARE never runs, and the request fails.
     const swallowed = tag();
-    await request(app.getHttpServer()).post('/swallowed-error').set('idempotency-key', randomUUID()).send({ tag: swallowed }).expect(500);
+    await request(app.getHttpServer())
+      .post('/swallowed-error')
+      .set('idempotency-key', randomUUID())
+      .send({ tag: swallowed })
+      .expect(500);
     expect(await effects(dataSource, swallowed)).toEqual([]);
 
     // The same connection (the pool hands out the one released last) must prepare the record
@@ -180,7 +222,11 @@ describe('atomic transactions: a batch that fails before its PREPARE ran', () =>
     const t = tag();
     const k = randomUUID();
     const sent = await queriesDuring(() =>
-      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t }).expect(201),
+      request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', k)
+        .send({ tag: t })
+        .expect(201),
     );
     expect(sent[sent.length - 1]).toMatch(/^PREPARE idempotency_record_[0-9a-f]{8} AS /);
     expect(await effects(dataSource, t)).toEqual(['widgets']);
@@ -200,7 +246,11 @@ class TransactionFailingOnce implements NestInterceptor {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   intercept(context: ExecutionContext, next: CallHandler) {
-    const key = String(context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['idempotency-key']);
+    const key = String(
+      context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers[
+        'idempotency-key'
+      ],
+    );
     return from(
       this.txHost.withTransaction(async () => {
         const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -227,7 +277,8 @@ describe('atomic requests inside an app transaction that rolls back, with the re
   it('does not replay from memory a response whose transaction never committed', async () => {
     const t = tag();
     const k = randomUUID();
-    const send = () => request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t });
+    const send = () =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t });
     await send().expect(500);
     expect(await effects(dataSource, t)).toEqual([]);
     expect(await keyRow(dataSource, k)).toBeUndefined();
@@ -252,7 +303,8 @@ describe('concurrent duplicates inside an app transaction that rolls back', () =
   it('never hands a duplicate the outcome of an attempt whose transaction has not committed', async () => {
     const t = tag();
     const k = randomUUID();
-    const send = () => request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
+    const send = () =>
+      request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
     const first = send().then((response) => response);
     await new Promise((resolve) => setTimeout(resolve, 100)); // the first holds the claim, uncommitted
     const duplicate = await send();
@@ -268,7 +320,9 @@ describe('atomic transactions under a DataSource isolation level', () => {
   let app: INestApplication;
   let dataSource: DataSource;
   beforeAll(async () => {
-    ({ app, dataSource } = await libraryApp({ infrastructure: { isolationLevel: 'SERIALIZABLE' } }));
+    ({ app, dataSource } = await libraryApp({
+      infrastructure: { isolationLevel: 'SERIALIZABLE' },
+    }));
   });
   afterAll(() => app.close());
 
@@ -287,60 +341,87 @@ describe('atomic transactions under a DataSource isolation level', () => {
     expect(await effects(dataSource, t)).toEqual(['isolation']);
   });
 
-  it('answers a duplicate that waited on its running twin with a 409, not a 500', () => duplicateMeetsRunningTwin(app, dataSource));
+  it('answers a duplicate that waited on its running twin with a 409, not a 500', () =>
+    duplicateMeetsRunningTwin(app, dataSource));
 });
 
 describe.each([
-  ['the adapter has default transaction options', { infrastructure: { defaultTxOptions: { isolationLevel: 'REPEATABLE READ' as const } } }, 'repeatable read'],
-  ['a transaction is already open (the app opens one per request)', { interceptor: true }, 'read committed'],
-])('atomic transactions when %s: one statement at a time, in that transaction', (_title, options, isolation) => {
-  let app: INestApplication;
-  let dataSource: DataSource;
-  beforeAll(async () => {
-    ({ app, dataSource } = await createLibraryApp(
-      IdempotencyModule.forRoot({ replayCache: false }),
-      (nest) => {
-        if ('interceptor' in options) nest.useGlobalInterceptors(new TransactionPerRequest(nest.get(TransactionHost)));
-      },
-      'infrastructure' in options ? options.infrastructure : {},
-    ));
-  });
-  afterAll(() => app.close());
+  [
+    'the adapter has default transaction options',
+    { infrastructure: { defaultTxOptions: { isolationLevel: 'REPEATABLE READ' as const } } },
+    'repeatable read',
+  ],
+  [
+    'a transaction is already open (the app opens one per request)',
+    { interceptor: true },
+    'read committed',
+  ],
+])(
+  'atomic transactions when %s: one statement at a time, in that transaction',
+  (_title, options, isolation) => {
+    let app: INestApplication;
+    let dataSource: DataSource;
+    beforeAll(async () => {
+      ({ app, dataSource } = await createLibraryApp(
+        IdempotencyModule.forRoot({ replayCache: false }),
+        (nest) => {
+          if ('interceptor' in options)
+            nest.useGlobalInterceptors(new TransactionPerRequest(nest.get(TransactionHost)));
+        },
+        'infrastructure' in options ? options.infrastructure : {},
+      ));
+    });
+    afterAll(() => app.close());
 
-  it('claims, runs and records in the one transaction, and replays', async () => {
-    const t = tag();
-    const k = randomUUID();
-    let first = '';
-    const sent = await queriesDuring(() =>
-      request(app.getHttpServer())
+    it('claims, runs and records in the one transaction, and replays', async () => {
+      const t = tag();
+      const k = randomUUID();
+      let first = '';
+      const sent = await queriesDuring(() =>
+        request(app.getHttpServer())
+          .post('/isolation')
+          .set('idempotency-key', k)
+          .send({ tag: t })
+          .expect(201)
+          .then((res) => {
+            first = res.text;
+            expect(res.body.isolation).toBe(isolation);
+          }),
+      );
+      expect(sent.some((query) => query.startsWith('START TRANSACTION;'))).toBe(false);
+      expect(sent.some((query) => /^WITH claim AS/.test(query.trim()))).toBe(true);
+      const replay = await request(app.getHttpServer())
         .post('/isolation')
         .set('idempotency-key', k)
         .send({ tag: t })
-        .expect(201)
-        .then((res) => {
-          first = res.text;
-          expect(res.body.isolation).toBe(isolation);
-        }),
-    );
-    expect(sent.some((query) => query.startsWith('START TRANSACTION;'))).toBe(false);
-    expect(sent.some((query) => /^WITH claim AS/.test(query.trim()))).toBe(true);
-    const replay = await request(app.getHttpServer()).post('/isolation').set('idempotency-key', k).send({ tag: t }).expect(201);
-    expect(replay.text).toBe(first);
-    expect(await effects(dataSource, t)).toEqual(['isolation']);
-    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
-  });
+        .expect(201);
+      expect(replay.text).toBe(first);
+      expect(await effects(dataSource, t)).toEqual(['isolation']);
+      expect(await keyRow(dataSource, k)).toMatchObject({
+        status: 'completed',
+        response_code: 201,
+      });
+    });
 
-  it('rolls a stored failure back to its savepoint and commits the key with it', async () => {
-    const t = tag();
-    const k = randomUUID();
-    await request(app.getHttpServer()).post('/declined').set('idempotency-key', k).send({ tag: t }).expect(422);
-    expect(await effects(dataSource, t)).toEqual([]);
-    expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
-  });
+    it('rolls a stored failure back to its savepoint and commits the key with it', async () => {
+      const t = tag();
+      const k = randomUUID();
+      await request(app.getHttpServer())
+        .post('/declined')
+        .set('idempotency-key', k)
+        .send({ tag: t })
+        .expect(422);
+      expect(await effects(dataSource, t)).toEqual([]);
+      expect(await keyRow(dataSource, k)).toMatchObject({
+        status: 'completed',
+        response_code: 422,
+      });
+    });
 
-  it('answers a duplicate that waited on its running twin with the replay or a 409, not a 500', () =>
-    duplicateMeetsRunningTwin(app, dataSource));
-});
+    it('answers a duplicate that waited on its running twin with the replay or a 409, not a 500', () =>
+      duplicateMeetsRunningTwin(app, dataSource));
+  },
+);
 
 describe('atomic transactions with preparedStatements: false', () => {
   let app: INestApplication;
@@ -353,7 +434,11 @@ describe('atomic transactions with preparedStatements: false', () => {
   it('sends the claim and the record whole in the START and COMMIT batches', async () => {
     const t = tag();
     const sent = await queriesDuring(() =>
-      request(app.getHttpServer()).post('/widgets').set('idempotency-key', randomUUID()).send({ tag: t }).expect(201),
+      request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', randomUUID())
+        .send({ tag: t })
+        .expect(201),
     );
     expect(sent).toHaveLength(3);
     expect(sent[0]).toMatch(/^START TRANSACTION;\nWITH claim AS/);

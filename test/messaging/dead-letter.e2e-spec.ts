@@ -5,78 +5,92 @@ import { describeWithBroker, TestBroker } from './support/broker';
 import { createOrder, startMessagingApp } from './support/messaging-app';
 import { orderPaymentsSuite } from './support/order-payments-suite';
 
-describeWithBroker('order-payments dead letters: rejected and poison messages are parked, not applied', () => {
-  let broker: TestBroker;
-  let app: AppProcess;
-  let db: TestDatabase;
-  let queue: string;
-  let deadLetters: string;
+describeWithBroker(
+  'order-payments dead letters: rejected and poison messages are parked, not applied',
+  () => {
+    let broker: TestBroker;
+    let app: AppProcess;
+    let db: TestDatabase;
+    let queue: string;
+    let deadLetters: string;
 
-  const suite = orderPaymentsSuite({ maxAttempts: 3 });
-  beforeAll(() => ({ broker, app, db, queue, deadLetters } = suite));
+    const suite = orderPaymentsSuite({ maxAttempts: 3 });
+    beforeAll(() => ({ broker, app, db, queue, deadLetters } = suite));
 
-  const paidCents = (orderId: string) => db.paidCents(orderId);
-  const processedRows = async (messageId: string) =>
-    (await db.query(`SELECT 1 FROM processed_messages WHERE message_id = $1`, [messageId])).length;
-  const forOrder = (orderId: string) => (message: { body: unknown }) =>
-    (message.body as { orderId?: string }).orderId === orderId;
+    const paidCents = (orderId: string) => db.paidCents(orderId);
+    const processedRows = async (messageId: string) =>
+      (await db.query(`SELECT 1 FROM processed_messages WHERE message_id = $1`, [messageId]))
+        .length;
+    const forOrder = (orderId: string) => (message: { body: unknown }) =>
+      (message.body as { orderId?: string }).orderId === orderId;
 
-  it('dead-letters a message without a message id and applies nothing', async () => {
-    const orderId = await createOrder(app.url);
-    await broker.send(queue, { orderId, amountCents: 900 }); // no messageId, no x-message-id
+    it('dead-letters a message without a message id and applies nothing', async () => {
+      const orderId = await createOrder(app.url);
+      await broker.send(queue, { orderId, amountCents: 900 }); // no messageId, no x-message-id
 
-    const parked = await broker.take(deadLetters, forOrder(orderId));
-    expect(parked.headers).toMatchObject({
-      'x-inbox-reason': 'missing-message-id',
-      'x-inbox-consumer': 'order-payments',
-      'x-original-routing-key': queue,
+      const parked = await broker.take(deadLetters, forOrder(orderId));
+      expect(parked.headers).toMatchObject({
+        'x-inbox-reason': 'missing-message-id',
+        'x-inbox-consumer': 'order-payments',
+        'x-original-routing-key': queue,
+      });
+      expect(parked.body).toEqual({ orderId, amountCents: 900 });
+      expect(await paidCents(orderId)).toBe(0);
+      expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
     });
-    expect(parked.body).toEqual({ orderId, amountCents: 900 });
-    expect(await paidCents(orderId)).toBe(0);
-    expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
-  });
 
-  it('dead-letters an unprocessable payload at once, without retrying it', async () => {
-    const orderId = await createOrder(app.url);
-    const messageId = `pay-${randomUUID()}`;
-    await broker.send(queue, { orderId, amountCents: -5 }, { messageId });
+    it('dead-letters an unprocessable payload at once, without retrying it', async () => {
+      const orderId = await createOrder(app.url);
+      const messageId = `pay-${randomUUID()}`;
+      await broker.send(queue, { orderId, amountCents: -5 }, { messageId });
 
-    const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
-    expect(parked.headers).toMatchObject({ 'x-inbox-reason': 'unprocessable', 'x-inbox-attempts': 0 });
-    expect(String(parked.headers['x-inbox-detail'])).toContain('amountCents');
-    expect(await paidCents(orderId)).toBe(0);
-    expect(await processedRows(messageId)).toBe(0);
-  });
+      const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
+      expect(parked.headers).toMatchObject({
+        'x-inbox-reason': 'unprocessable',
+        'x-inbox-attempts': 0,
+      });
+      expect(String(parked.headers['x-inbox-detail'])).toContain('amountCents');
+      expect(await paidCents(orderId)).toBe(0);
+      expect(await processedRows(messageId)).toBe(0);
+    });
 
-  it('dead-letters a payment for an unknown order', async () => {
-    const messageId = `pay-${randomUUID()}`;
-    const orderId = randomUUID();
-    await broker.send(queue, { orderId, amountCents: 100 }, { messageId });
+    it('dead-letters a payment for an unknown order', async () => {
+      const messageId = `pay-${randomUUID()}`;
+      const orderId = randomUUID();
+      await broker.send(queue, { orderId, amountCents: 100 }, { messageId });
 
-    const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
-    expect(parked.headers).toMatchObject({ 'x-inbox-reason': 'unprocessable' });
-    expect(String(parked.headers['x-inbox-detail'])).toContain(orderId);
-    expect(await processedRows(messageId)).toBe(0);
-  });
+      const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
+      expect(parked.headers).toMatchObject({ 'x-inbox-reason': 'unprocessable' });
+      expect(String(parked.headers['x-inbox-detail'])).toContain(orderId);
+      expect(await processedRows(messageId)).toBe(0);
+    });
 
-  it('retries a failing message, then dead-letters it after INBOX_MAX_ATTEMPTS (3); its writes never stick', async () => {
-    const orderId = await createOrder(app.url);
-    const messageId = `pay-${randomUUID()}`;
-    await broker.send(queue, { orderId, amountCents: 1200 }, { messageId, headers: { 'x-demo-fault': 'fail-transient' } });
+    it('retries a failing message, then dead-letters it after INBOX_MAX_ATTEMPTS (3); its writes never stick', async () => {
+      const orderId = await createOrder(app.url);
+      const messageId = `pay-${randomUUID()}`;
+      await broker.send(
+        queue,
+        { orderId, amountCents: 1200 },
+        { messageId, headers: { 'x-demo-fault': 'fail-transient' } },
+      );
 
-    const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
-    expect(parked.headers).toMatchObject({ 'x-inbox-reason': 'max-attempts', 'x-inbox-attempts': 3 });
-    const [failures] = await db.query<{ attempts: number }>(
-      `SELECT attempts FROM inbox_failures WHERE consumer = 'order-payments' AND message_id = $1`,
-      [messageId],
-    );
-    expect(failures.attempts).toBe(3);
-    // Each attempt added 1200 inside its transaction, and each rolled back.
-    expect(await paidCents(orderId)).toBe(0);
-    expect(await processedRows(messageId)).toBe(0);
-    expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
-  });
-});
+      const parked = await broker.take(deadLetters, (m) => m.messageId === messageId);
+      expect(parked.headers).toMatchObject({
+        'x-inbox-reason': 'max-attempts',
+        'x-inbox-attempts': 3,
+      });
+      const [failures] = await db.query<{ attempts: number }>(
+        `SELECT attempts FROM inbox_failures WHERE consumer = 'order-payments' AND message_id = $1`,
+        [messageId],
+      );
+      expect(failures.attempts).toBe(3);
+      // Each attempt added 1200 inside its transaction, and each rolled back.
+      expect(await paidCents(orderId)).toBe(0);
+      expect(await processedRows(messageId)).toBe(0);
+      expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
+    });
+  },
+);
 
 describeWithBroker('the demo on its default names', () => {
   let broker: TestBroker;
@@ -101,7 +115,10 @@ describeWithBroker('the demo on its default names', () => {
     const orderId = await createOrder(app.url);
     await broker.send('order-payments', { orderId, amountCents: 100 });
 
-    const parked = await broker.take('order-payments.dead', (m) => (m.body as { orderId?: string }).orderId === orderId);
+    const parked = await broker.take(
+      'order-payments.dead',
+      (m) => (m.body as { orderId?: string }).orderId === orderId,
+    );
     expect(parked.headers).toMatchObject({ 'x-inbox-reason': 'missing-message-id' });
   });
 });

@@ -36,13 +36,17 @@ describeWithBroker('inbox: a delivery that waits on its twin is retried, not cou
     const settlementsOf = (status: InboxSettlement['status']) =>
       ledger.settlements.filter((s) => s.messageId === messageId && s.status === status);
     // The twin: a delivery of the same message whose transaction has not committed yet.
-    const twin = await db.holdUncommitted(`INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2)`, [
-      LEDGER_CONSUMER,
-      messageId,
-    ]);
+    const twin = await db.holdUncommitted(
+      `INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2)`,
+      [LEDGER_CONSUMER, messageId],
+    );
     try {
       await broker.send(queue, { orderId }, { messageId });
-      await eventually('a retry after the claim timed out (5 s)', () => settlementsOf('retried')[0], 20_000);
+      await eventually(
+        'a retry after the claim timed out (5 s)',
+        () => settlementsOf('retried')[0],
+        20_000,
+      );
     } finally {
       await twin.rollback();
     }
@@ -51,8 +55,13 @@ describeWithBroker('inbox: a delivery that waits on its twin is retried, not cou
     expect(settlementsOf('retried')[0].attempts).toBeUndefined();
     expect(settlementsOf('dead-lettered')).toEqual([]);
     expect(
-      await db.query(`SELECT attempts FROM inbox_failures WHERE consumer = $1 AND message_id = $2`, [LEDGER_CONSUMER, messageId]),
+      await db.query(
+        `SELECT attempts FROM inbox_failures WHERE consumer = $1 AND message_id = $2`,
+        [LEDGER_CONSUMER, messageId],
+      ),
     ).toEqual([]);
-    expect(await db.query(`SELECT 1 FROM messaging_test_ledger WHERE message_id = $1`, [messageId])).toHaveLength(1);
+    expect(
+      await db.query(`SELECT 1 FROM messaging_test_ledger WHERE message_id = $1`, [messageId]),
+    ).toHaveLength(1);
   });
 });

@@ -3,7 +3,17 @@ import { Body, Controller, type INestApplication, Injectable, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { derivedMessageId, IdempotencyMessagingModule, IdempotencyModule, Idempotent, Inbox, MessageInFlightError, MessagingCleanup, MissingMessageIdError, Outbox } from 'nestjs-pg-idempotency';
+import {
+  derivedMessageId,
+  IdempotencyMessagingModule,
+  IdempotencyModule,
+  Idempotent,
+  Inbox,
+  MessageInFlightError,
+  MessagingCleanup,
+  MissingMessageIdError,
+  Outbox,
+} from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
@@ -28,8 +38,18 @@ class EventsController {
   @Post()
   @Idempotent()
   async publish(@Body() body: { tag: string }) {
-    const reserved = await this.outbox.publish({ exchange: 'lib', routingKey: 'reserved', payload: body, step: 'reserve' });
-    const charged = await this.outbox.publish({ exchange: 'lib', routingKey: 'charged', payload: body, step: 'charge' });
+    const reserved = await this.outbox.publish({
+      exchange: 'lib',
+      routingKey: 'reserved',
+      payload: body,
+      step: 'reserve',
+    });
+    const charged = await this.outbox.publish({
+      exchange: 'lib',
+      routingKey: 'charged',
+      payload: body,
+      step: 'charge',
+    });
     return { reserved: reserved.messageId, charged: charged.messageId };
   }
 }
@@ -59,7 +79,9 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     app = moduleRef.createNestApplication({ logger: false });
     const dataSource = app.get(DataSource);
     await runMigrations(dataSource);
-    await dataSource.query(`CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`);
+    await dataSource.query(
+      `CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
+    );
     await app.init();
     db = new TestDatabase();
     inbox = app.get(Inbox);
@@ -72,14 +94,22 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     await db?.close();
   });
 
-  const effectsOf = async (tag: string) => (await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [tag])).length;
+  const effectsOf = async (tag: string) =>
+    (await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [tag])).length;
   const claims = async (consumer: string, messageId: string) =>
-    (await db.query(`SELECT 1 FROM processed_messages WHERE consumer = $1 AND message_id = $2`, [consumer, messageId])).length;
+    (
+      await db.query(`SELECT 1 FROM processed_messages WHERE consumer = $1 AND message_id = $2`, [
+        consumer,
+        messageId,
+      ])
+    ).length;
 
   describe('Inbox.process', () => {
     it('applies a message once and reports the second delivery as a duplicate', async () => {
       const id = randomUUID();
-      const first = await inbox.process('lib-consumer', id, () => effects.record(id).then(() => 'done'));
+      const first = await inbox.process('lib-consumer', id, () =>
+        effects.record(id).then(() => 'done'),
+      );
       const second = await inbox.process('lib-consumer', id, () => effects.record(id));
 
       expect(first).toEqual({ status: 'applied', messageId: id, result: 'done' });
@@ -106,14 +136,18 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(await claims('lib-consumer', id)).toBe(0);
       expect(await effectsOf(id)).toBe(0);
 
-      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe('applied');
+      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe(
+        'applied',
+      );
       expect(await effectsOf(id)).toBe(1);
     });
 
     it('applies 20 simultaneous deliveries of one message once', async () => {
       const id = randomUUID();
       const outcomes = await Promise.all(
-        Array.from({ length: 20 }, () => inbox.process('lib-consumer', id, () => effects.record(id))),
+        Array.from({ length: 20 }, () =>
+          inbox.process('lib-consumer', id, () => effects.record(id)),
+        ),
       );
       expect(outcomes.filter((o) => o.status === 'applied')).toHaveLength(1);
       expect(outcomes.filter((o) => o.status === 'duplicate')).toHaveLength(19);
@@ -121,7 +155,9 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     });
 
     it("gives the handler the server's lock_timeout: the claim's bound is for the claim alone", async () => {
-      const [{ lock_timeout: serverDefault }] = await db.query<{ lock_timeout: string }>('SHOW lock_timeout');
+      const [{ lock_timeout: serverDefault }] = await db.query<{ lock_timeout: string }>(
+        'SHOW lock_timeout',
+      );
       const outcome = await inbox.process('lib-consumer', randomUUID(), async () => {
         const [row] = await txHost.tx.query(`SELECT current_setting('lock_timeout') AS value`);
         return row.value as string;
@@ -132,17 +168,24 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
 
     it('answers MessageInFlightError, running nothing, while a twin delivery holds the claim past the bound', async () => {
       const id = randomUUID();
-      const twin = await db.holdUncommitted(`INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-consumer', $1)`, [id]);
+      const twin = await db.holdUncommitted(
+        `INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-consumer', $1)`,
+        [id],
+      );
       try {
         const started = Date.now();
-        await expect(inbox.process('lib-consumer', id, () => effects.record(id))).rejects.toBeInstanceOf(MessageInFlightError);
+        await expect(
+          inbox.process('lib-consumer', id, () => effects.record(id)),
+        ).rejects.toBeInstanceOf(MessageInFlightError);
         expect(Date.now() - started).toBeGreaterThanOrEqual(4900); // inbox.lockTimeoutMs, 5 s by default
         expect(await effectsOf(id)).toBe(0);
       } finally {
         await twin.rollback();
       }
       // The twin rolled back: the next delivery applies the message.
-      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe('applied');
+      expect((await inbox.process('lib-consumer', id, () => effects.record(id))).status).toBe(
+        'applied',
+      );
       expect(await effectsOf(id)).toBe(1);
     });
 
@@ -153,9 +196,9 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       ['an id over 255 bytes', 'x'.repeat(256)],
     ])('refuses a message with %s and runs nothing', async (_label, messageId) => {
       const tag = randomUUID();
-      await expect(inbox.process('lib-consumer', messageId, () => effects.record(tag))).rejects.toBeInstanceOf(
-        MissingMessageIdError,
-      );
+      await expect(
+        inbox.process('lib-consumer', messageId, () => effects.record(tag)),
+      ).rejects.toBeInstanceOf(MissingMessageIdError);
       expect(await effectsOf(tag)).toBe(0);
     });
 
@@ -180,9 +223,9 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
 
     it('refuses to write outside a transaction', async () => {
       const messageId = randomUUID();
-      await expect(outbox.publish({ exchange: 'lib', routingKey: 'x', payload: {}, messageId })).rejects.toThrow(
-        /inside the transaction/,
-      );
+      await expect(
+        outbox.publish({ exchange: 'lib', routingKey: 'x', payload: {}, messageId }),
+      ).rejects.toThrow(/inside the transaction/);
       expect(await rowsOf([messageId])).toHaveLength(0);
     });
 
@@ -198,32 +241,68 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     });
 
     it.each([
-      ['a routing key over 255 bytes', { routingKey: 'r'.repeat(256) }, /routingKey is longer than 255 bytes/],
-      ['an exchange over 255 bytes', { exchange: 'é'.repeat(128) }, /exchange is longer than 255 bytes/],
-      ['a message id over 255 bytes', { messageIdOf: (tag: string) => `${tag}-${'m'.repeat(255)}` }, /messageId is longer/],
+      [
+        'a routing key over 255 bytes',
+        { routingKey: 'r'.repeat(256) },
+        /routingKey is longer than 255 bytes/,
+      ],
+      [
+        'an exchange over 255 bytes',
+        { exchange: 'é'.repeat(128) },
+        /exchange is longer than 255 bytes/,
+      ],
+      [
+        'a message id over 255 bytes',
+        { messageIdOf: (tag: string) => `${tag}-${'m'.repeat(255)}` },
+        /messageId is longer/,
+      ],
       ['an empty message id', { messageIdOf: () => ' ' }, /messageId must not be empty/],
-    ])('refuses an event with %s, which no broker would take, and writes nothing', async (_label, change, refusal) => {
-      const tag = randomUUID();
-      const { messageIdOf, ...fields } = change as { messageIdOf?: (tag: string) => string; routingKey?: string; exchange?: string };
-      await expect(
-        txHost.withTransaction(() =>
-          outbox.publish({ exchange: 'lib', routingKey: 'x', payload: { tag }, messageId: messageIdOf?.(tag), ...fields }),
-        ),
-      ).rejects.toThrow(refusal);
-      expect(await db.query(`SELECT 1 FROM outbox_messages WHERE payload->>'tag' = $1`, [tag])).toHaveLength(0);
-    });
+    ])(
+      'refuses an event with %s, which no broker would take, and writes nothing',
+      async (_label, change, refusal) => {
+        const tag = randomUUID();
+        const { messageIdOf, ...fields } = change as {
+          messageIdOf?: (tag: string) => string;
+          routingKey?: string;
+          exchange?: string;
+        };
+        await expect(
+          txHost.withTransaction(() =>
+            outbox.publish({
+              exchange: 'lib',
+              routingKey: 'x',
+              payload: { tag },
+              messageId: messageIdOf?.(tag),
+              ...fields,
+            }),
+          ),
+        ).rejects.toThrow(refusal);
+        expect(
+          await db.query(`SELECT 1 FROM outbox_messages WHERE payload->>'tag' = $1`, [tag]),
+        ).toHaveLength(0);
+      },
+    );
 
     it('derives the ids of an idempotent request from its key and the step names, and a replay writes nothing', async () => {
       const key = `key-${randomUUID()}`;
-      const send = () => request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
+      const send = () =>
+        request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
       const first = await send();
       const replay = await send();
 
-      const [{ generation }] = await app.get(DataSource).query(
-        `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation FROM idempotency_keys WHERE idem_key = $1`,
-        [key],
-      );
-      const operation = { kind: 'request' as const, tenantId: '', scope: 'POST /events', key, generation };
+      const [{ generation }] = await app
+        .get(DataSource)
+        .query(
+          `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation FROM idempotency_keys WHERE idem_key = $1`,
+          [key],
+        );
+      const operation = {
+        kind: 'request' as const,
+        tenantId: '',
+        scope: 'POST /events',
+        key,
+        generation,
+      };
       expect(first.status).toBe(201);
       expect(first.body).toEqual({
         reserved: derivedMessageId(operation, 'reserve'),
@@ -232,19 +311,32 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(replay.text).toBe(first.text);
       const rows = await rowsOf([first.body.reserved, first.body.charged]);
       expect(rows).toEqual([
-        { message_id: first.body.reserved, routing_key: 'reserved', status: 'pending', payload: { tag: key } },
-        { message_id: first.body.charged, routing_key: 'charged', status: 'pending', payload: { tag: key } },
+        {
+          message_id: first.body.reserved,
+          routing_key: 'reserved',
+          status: 'pending',
+          payload: { tag: key },
+        },
+        {
+          message_id: first.body.charged,
+          routing_key: 'charged',
+          status: 'pending',
+          payload: { tag: key },
+        },
       ]);
     });
 
     it('gives a key claimed anew after it expired new event ids: consumers must not skip its events', async () => {
       const key = `key-${randomUUID()}`;
-      const send = () => request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
+      const send = () =>
+        request(app.getHttpServer()).post('/events').set('idempotency-key', key).send({ tag: key });
       const first = await send();
-      await app.get(DataSource).query(
-        `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`,
-        [key],
-      );
+      await app
+        .get(DataSource)
+        .query(
+          `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = $1`,
+          [key],
+        );
       const again = await send();
       expect([first.status, again.status]).toEqual([201, 201]);
       expect(again.body.reserved).not.toBe(first.body.reserved);
@@ -254,11 +346,24 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     it('derives ids inside an inbox handler from the message; a step written again is one row', async () => {
       const id = randomUUID();
       const outcome = await inbox.process('lib-consumer', id, async () => {
-        const once = await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { id }, step: 'forward' });
-        const again = await outbox.publish({ exchange: 'lib', routingKey: 'next', payload: { id }, step: 'forward' });
+        const once = await outbox.publish({
+          exchange: 'lib',
+          routingKey: 'next',
+          payload: { id },
+          step: 'forward',
+        });
+        const again = await outbox.publish({
+          exchange: 'lib',
+          routingKey: 'next',
+          payload: { id },
+          step: 'forward',
+        });
         return [once, again];
       });
-      const expected = derivedMessageId({ kind: 'message', consumer: 'lib-consumer', messageId: id }, 'forward');
+      const expected = derivedMessageId(
+        { kind: 'message', consumer: 'lib-consumer', messageId: id },
+        'forward',
+      );
       expect(outcome.status === 'applied' && outcome.result).toEqual([
         { messageId: expected, written: true },
         { messageId: expected, written: false },
@@ -285,7 +390,10 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
          SELECT 'lib-retention', $1 || '-old-' || i, now() - interval '8 days' FROM generate_series(1, 25) AS i`,
         [tag],
       );
-      await db.query(`INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-retention', $1 || '-fresh')`, [tag]);
+      await db.query(
+        `INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-retention', $1 || '-fresh')`,
+        [tag],
+      );
       await db.query(
         `INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, status, sent_at, created_at)
          VALUES ($1 || '-sent-old', 'lib', 'x', '{}', 'sent', now() - interval '8 days', now() - interval '8 days'),
@@ -307,7 +415,10 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
         `SELECT message_id FROM outbox_messages WHERE message_id LIKE $1 ORDER BY message_id`,
         [`${tag}-%`],
       );
-      expect(outboxLeft.map((r) => r.message_id)).toEqual([`${tag}-pending-old`, `${tag}-sent-fresh`]);
+      expect(outboxLeft.map((r) => r.message_id)).toEqual([
+        `${tag}-pending-old`,
+        `${tag}-sent-fresh`,
+      ]);
     });
   });
 });

@@ -49,8 +49,15 @@ describe('without AMQP_URL: messaging is off', () => {
     it('starts, says messaging is off, and serves orders with paidCents 0 and no outbox event', async () => {
       await app.waitForLog(/AMQP_URL is not set: messaging is off/);
       const orderId = await createOrder(app.url, 1234);
-      expect(await getOrder(app.url, orderId)).toMatchObject({ id: orderId, amountCents: 1234, paidCents: 0 });
-      const events = await db.query(`SELECT 1 FROM outbox_messages WHERE payload->>'orderId' = $1`, [orderId]);
+      expect(await getOrder(app.url, orderId)).toMatchObject({
+        id: orderId,
+        amountCents: 1234,
+        paidCents: 0,
+      });
+      const events = await db.query(
+        `SELECT 1 FROM outbox_messages WHERE payload->>'orderId' = $1`,
+        [orderId],
+      );
       expect(events).toHaveLength(0);
     });
   });

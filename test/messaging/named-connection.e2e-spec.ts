@@ -2,9 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, type INestApplication, Injectable, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsPluginTransactional, getTransactionHostToken, InjectTransactionHost, TransactionHost } from '@nestjs-cls/transactional';
+import {
+  ClsPluginTransactional,
+  getTransactionHostToken,
+  InjectTransactionHost,
+  TransactionHost,
+} from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { IdempotencyMessagingModule, IdempotencyModule, Idempotent, Inbox, Outbox } from 'nestjs-pg-idempotency';
+import {
+  IdempotencyMessagingModule,
+  IdempotencyModule,
+  Idempotent,
+  Inbox,
+  Outbox,
+} from 'nestjs-pg-idempotency';
 import { ClsModule } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -18,7 +29,10 @@ const CONNECTION = 'ledger';
 /** Writes through the named connection's transaction. */
 @Injectable()
 class LedgerEffects {
-  constructor(@InjectTransactionHost(CONNECTION) private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(
+    @InjectTransactionHost(CONNECTION)
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
 
   record(tag: string): Promise<unknown> {
     return this.txHost.tx.query(`INSERT INTO messaging_test_effects (tag) VALUES ($1)`, [tag]);
@@ -36,14 +50,23 @@ class LedgerController {
   @Idempotent()
   async post(@Body() body: { tag: string }) {
     await this.effects.record(body.tag);
-    return this.outbox.publish({ exchange: 'ledger', routingKey: 'posted', payload: body, step: 'post' });
+    return this.outbox.publish({
+      exchange: 'ledger',
+      routingKey: 'posted',
+      payload: body,
+      step: 'post',
+    });
   }
 }
 
 /** The app's only transactional connection is named: both modules are told its name. */
 function modules(connectionName: string) {
   return [
-    TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl(), migrations: paymentsApiMigrations }),
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: databaseUrl(),
+      migrations: paymentsApiMigrations,
+    }),
     ClsModule.forRoot({
       global: true,
       plugins: [
@@ -55,7 +78,10 @@ function modules(connectionName: string) {
       ],
     }),
     IdempotencyModule.forRoot({ transactionConnectionName: connectionName }),
-    IdempotencyMessagingModule.forRoot({ transactionConnectionName: connectionName, cleanup: { intervalSeconds: 0 } }),
+    IdempotencyMessagingModule.forRoot({
+      transactionConnectionName: connectionName,
+      cleanup: { intervalSeconds: 0 },
+    }),
   ];
 }
 
@@ -72,7 +98,9 @@ describe('the messaging module on a named transactional connection (transactionC
     app = moduleRef.createNestApplication({ logger: false });
     const dataSource = app.get(DataSource);
     await runMigrations(dataSource);
-    await dataSource.query(`CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`);
+    await dataSource.query(
+      `CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
+    );
     await app.init();
     db = new TestDatabase();
   });
@@ -85,7 +113,9 @@ describe('the messaging module on a named transactional connection (transactionC
     const id = randomUUID();
     const effects = app.get(LedgerEffects);
     const inbox = app.get(Inbox);
-    const ledger = app.get<TransactionHost<TransactionalAdapterTypeOrm>>(getTransactionHostToken(CONNECTION));
+    const ledger = app.get<TransactionHost<TransactionalAdapterTypeOrm>>(
+      getTransactionHostToken(CONNECTION),
+    );
     let inLedgerTransaction = false;
     const applied = await inbox.process('ledger-consumer', id, async () => {
       inLedgerTransaction = ledger.isTransactionActive(); // the claim's transaction is the named one
@@ -93,18 +123,36 @@ describe('the messaging module on a named transactional connection (transactionC
     });
     expect(applied.status).toBe('applied');
     expect(inLedgerTransaction).toBe(true);
-    expect((await inbox.process('ledger-consumer', id, () => effects.record(id))).status).toBe('duplicate');
-    expect(await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [id])).toHaveLength(1);
-    expect(await db.query(`SELECT 1 FROM processed_messages WHERE message_id = $1`, [id])).toHaveLength(1);
+    expect((await inbox.process('ledger-consumer', id, () => effects.record(id))).status).toBe(
+      'duplicate',
+    );
+    expect(
+      await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [id]),
+    ).toHaveLength(1);
+    expect(
+      await db.query(`SELECT 1 FROM processed_messages WHERE message_id = $1`, [id]),
+    ).toHaveLength(1);
   });
 
   it('writes an outbox event in the idempotent request transaction of the named connection', async () => {
     const tag = randomUUID();
     const key = randomUUID();
-    const first = await request(app.getHttpServer()).post('/ledger-events').set('idempotency-key', key).send({ tag }).expect(201);
-    const replay = await request(app.getHttpServer()).post('/ledger-events').set('idempotency-key', key).send({ tag }).expect(201);
+    const first = await request(app.getHttpServer())
+      .post('/ledger-events')
+      .set('idempotency-key', key)
+      .send({ tag })
+      .expect(201);
+    const replay = await request(app.getHttpServer())
+      .post('/ledger-events')
+      .set('idempotency-key', key)
+      .send({ tag })
+      .expect(201);
     expect(replay.text).toBe(first.text);
-    expect(await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [tag])).toHaveLength(1);
-    expect(await db.query(`SELECT 1 FROM outbox_messages WHERE message_id = $1`, [first.body.messageId])).toHaveLength(1);
+    expect(
+      await db.query(`SELECT 1 FROM messaging_test_effects WHERE tag = $1`, [tag]),
+    ).toHaveLength(1);
+    expect(
+      await db.query(`SELECT 1 FROM outbox_messages WHERE message_id = $1`, [first.body.messageId]),
+    ).toHaveLength(1);
   });
 });

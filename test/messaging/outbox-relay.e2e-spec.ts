@@ -5,7 +5,14 @@ import { Outbox, type InboxSettlement } from 'nestjs-pg-idempotency';
 import type { AppProcess } from '../support/app-process';
 import { TestDatabase } from '../support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from '../support/http';
-import { describeWithBroker, eventually, type SeenMessage, sleep, TestBroker, uniqueQueue } from './support/broker';
+import {
+  describeWithBroker,
+  eventually,
+  type SeenMessage,
+  sleep,
+  TestBroker,
+  uniqueQueue,
+} from './support/broker';
 import { LEDGER_CONSUMER, startLedgerApp } from './support/ledger-app';
 import { createOrder, startMessagingApp } from './support/messaging-app';
 
@@ -47,7 +54,8 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     await db?.close();
   });
 
-  const copiesOf = (orderId: string) => observed.filter((m) => (m.body as { orderId?: string }).orderId === orderId);
+  const copiesOf = (orderId: string) =>
+    observed.filter((m) => (m.body as { orderId?: string }).orderId === orderId);
   const outboxRow = async (orderId: string) =>
     (
       await db.query<OutboxRow & Record<string, unknown>>(
@@ -55,9 +63,12 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
         [orderId],
       )
     )[0];
-  const ledgerRows = (orderId: string) => db.query(`SELECT message_id FROM messaging_test_ledger WHERE order_id = $1`, [orderId]);
+  const ledgerRows = (orderId: string) =>
+    db.query(`SELECT message_id FROM messaging_test_ledger WHERE order_id = $1`, [orderId]);
   const orderOf = async (customerId: string) =>
-    (await db.query<{ id: string }>(`SELECT id FROM orders WHERE customer_id = $1`, [customerId]))[0]?.id;
+    (
+      await db.query<{ id: string }>(`SELECT id FROM orders WHERE customer_id = $1`, [customerId])
+    )[0]?.id;
   const postOrder = (customerId: string, fault: string) =>
     postRaw(app.url, '/v1/orders', JSON.stringify({ customerId, amountCents: 4200 }), {
       authorization: ACME.authorization,
@@ -81,7 +92,9 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
       const current = await outboxRow(orderId);
       return current.status === 'sent' ? current : undefined;
     });
-    await eventually('the ledger to apply it', async () => ((await ledgerRows(orderId)).length === 1 ? true : undefined));
+    await eventually('the ledger to apply it', async () =>
+      (await ledgerRows(orderId)).length === 1 ? true : undefined,
+    );
     await sleep(300); // room for a second copy to show up, if there were one
     expect(copiesOf(orderId).map((m) => m.messageId)).toEqual([row.message_id]);
     expect(await ledgerRows(orderId)).toEqual([{ message_id: row.message_id }]);
@@ -97,27 +110,35 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     const pending = await outboxRow(orderId);
     expect(pending).toMatchObject({ status: 'pending', attempts: 0 });
     await eventually('the first copy', () => (copiesOf(orderId).length === 1 ? true : undefined));
-    await eventually('the ledger to apply it', async () => ((await ledgerRows(orderId)).length === 1 ? true : undefined));
+    await eventually('the ledger to apply it', async () =>
+      (await ledgerRows(orderId)).length === 1 ? true : undefined,
+    );
 
     await app.start({ DEMO_FAULTS: '0' }); // the same event, relayed again without the fault
     await eventually('the second copy', () => (copiesOf(orderId).length === 2 ? true : undefined));
-    await eventually('the row to be marked sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined));
+    await eventually('the row to be marked sent', async () =>
+      (await outboxRow(orderId)).status === 'sent' ? true : undefined,
+    );
     await eventually('the ledger to skip the copy', () =>
-      ledger.settlements.some((s) => s.messageId === pending.message_id && s.status === 'duplicate') ? true : undefined,
+      ledger.settlements.some((s) => s.messageId === pending.message_id && s.status === 'duplicate')
+        ? true
+        : undefined,
     );
 
     // Two copies on the wire under one id; one application.
-    expect(copiesOf(orderId).map((m) => m.messageId)).toEqual([pending.message_id, pending.message_id]);
-    expect(await ledgerRows(orderId)).toHaveLength(1);
-    const claims = await db.query(`SELECT 1 FROM processed_messages WHERE consumer = $1 AND message_id = $2`, [
-      LEDGER_CONSUMER,
+    expect(copiesOf(orderId).map((m) => m.messageId)).toEqual([
+      pending.message_id,
       pending.message_id,
     ]);
+    expect(await ledgerRows(orderId)).toHaveLength(1);
+    const claims = await db.query(
+      `SELECT 1 FROM processed_messages WHERE consumer = $1 AND message_id = $2`,
+      [LEDGER_CONSUMER, pending.message_id],
+    );
     expect(claims).toHaveLength(1);
-    expect(ledger.settlements.filter((s) => s.messageId === pending.message_id).map((s) => s.status)).toEqual([
-      'applied',
-      'duplicate',
-    ]);
+    expect(
+      ledger.settlements.filter((s) => s.messageId === pending.message_id).map((s) => s.status),
+    ).toEqual(['applied', 'duplicate']);
   });
 
   it('keeps an event the broker refuses pending, and backs off', async () => {
@@ -143,7 +164,11 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     expect(row.last_error).toMatch(/NOT_FOUND|no exchange/i);
     // The broker closed the relay's channel over it; the next event must still go out.
     const orderId = await createOrder(app.url);
-    await eventually('the next event to be sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined), 5000);
+    await eventually(
+      'the next event to be sent',
+      async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined),
+      5000,
+    );
   });
 
   it('still backs off an event refused 1,100 times: the backoff is capped, it never overflows', async () => {
@@ -153,7 +178,10 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
       ledger.app.get(Outbox).publish({ exchange, routingKey: 'nowhere', payload: { probe: true } }),
     );
     // Days of refusals, due again now: 2^1100 overflows a float8.
-    await db.query(`UPDATE outbox_messages SET attempts = 1100, next_attempt_at = now() WHERE message_id = $1`, [messageId]);
+    await db.query(
+      `UPDATE outbox_messages SET attempts = 1100, next_attempt_at = now() WHERE message_id = $1`,
+      [messageId],
+    );
     let row: { attempts: number; backoff_seconds: number };
     try {
       row = await eventually('the 1,101st failed attempt', async () => {
@@ -173,7 +201,11 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     expect(row.backoff_seconds).toBeLessThanOrEqual(300);
     // The refusal closed the relay's channel again; the next event must still go out.
     const orderId = await createOrder(app.url);
-    await eventually('the next event to be sent', async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined), 5000);
+    await eventually(
+      'the next event to be sent',
+      async () => ((await outboxRow(orderId)).status === 'sent' ? true : undefined),
+      5000,
+    );
   });
 
   it('publishes each event once with two relays running at once (FOR UPDATE SKIP LOCKED)', async () => {
@@ -181,23 +213,32 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
     const second = await startMessagingApp({ queue: uniqueQueue('order-payments'), relay: true });
     try {
       const apps = [app, second];
-      const orderIds = await Promise.all(Array.from({ length: 40 }, (_, i) => createOrder(apps[i % 2].url)));
+      const orderIds = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => createOrder(apps[i % 2].url)),
+      );
       // A publish the broker holds up (flow control while other suites load it) fails after
       // the transport's 10 s publish timeout and is retried after the relay's backoff: allow
       // for one such round, and say what was still pending if even that was not enough.
-      await eventually('all 40 events to be sent', async () => {
-        const [{ n }] = await db.query<{ n: string }>(
-          `SELECT count(*) AS n FROM outbox_messages WHERE status = 'sent' AND payload->>'orderId' = ANY($1)`,
-          [orderIds],
-        );
-        return Number(n) === 40 ? true : undefined;
-      }, 30_000).catch(async (error: unknown) => {
+      await eventually(
+        'all 40 events to be sent',
+        async () => {
+          const [{ n }] = await db.query<{ n: string }>(
+            `SELECT count(*) AS n FROM outbox_messages WHERE status = 'sent' AND payload->>'orderId' = ANY($1)`,
+            [orderIds],
+          );
+          return Number(n) === 40 ? true : undefined;
+        },
+        30_000,
+      ).catch(async (error: unknown) => {
         const pending = await db.query(
           `SELECT message_id, attempts, last_error, next_attempt_at - now() AS due_in
              FROM outbox_messages WHERE status = 'pending' AND payload->>'orderId' = ANY($1)`,
           [orderIds],
         );
-        const logs = [...app.logs.slice(logsBefore), ...second.logs].join('').split('\n').filter((line) => /warn|error/i.test(line));
+        const logs = [...app.logs.slice(logsBefore), ...second.logs]
+          .join('')
+          .split('\n')
+          .filter((line) => /warn|error/i.test(line));
         console.log('two relays: events still pending', { pending, logs: logs.slice(-30) });
         throw error;
       });
@@ -213,7 +254,8 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
         .filter((line) => RELAY_INCIDENT.test(line));
       if (copies.length !== 40) {
         const perMessage = new Map<string | undefined, number>();
-        for (const copy of copies) perMessage.set(copy.messageId, (perMessage.get(copy.messageId) ?? 0) + 1);
+        for (const copy of copies)
+          perMessage.set(copy.messageId, (perMessage.get(copy.messageId) ?? 0) + 1);
         const repeated = [...perMessage].filter(([, n]) => n > 1);
         // Passes when explained, but says so: a re-send is worth knowing about.
         console.log(`two relays: ${copies.length} copies of 40 events`, { repeated, incidents });
@@ -223,8 +265,11 @@ describeWithBroker('transactional outbox: no event lost, each applied once', () 
           incidents: expect.arrayContaining([expect.any(String)]),
         });
       }
-      const applied = () => db.query(`SELECT 1 FROM messaging_test_ledger WHERE order_id = ANY($1)`, [orderIds]);
-      await eventually('the ledger to apply all 40', async () => ((await applied()).length >= 40 ? true : undefined));
+      const applied = () =>
+        db.query(`SELECT 1 FROM messaging_test_ledger WHERE order_id = ANY($1)`, [orderIds]);
+      await eventually('the ledger to apply all 40', async () =>
+        (await applied()).length >= 40 ? true : undefined,
+      );
       expect(await applied()).toHaveLength(40);
     } finally {
       await second.stop();

@@ -30,7 +30,12 @@ describeWithBroker('payment.captured through the outbox', () => {
   });
 
   const events = (paymentId: string) =>
-    db.query<{ exchange: string; routing_key: string; payload: Record<string, unknown>; message_id: string }>(
+    db.query<{
+      exchange: string;
+      routing_key: string;
+      payload: Record<string, unknown>;
+      message_id: string;
+    }>(
       `SELECT exchange, routing_key, payload, message_id FROM outbox_messages
         WHERE routing_key = 'payment.captured' AND payload->>'paymentId' = $1`,
       [paymentId],
@@ -49,7 +54,10 @@ describeWithBroker('payment.captured through the outbox', () => {
     // Dies after the provider charged: charge_confirmed (and its event) never committed.
     await expect(pay('crash-after-charge')).rejects.toThrow();
     await app.waitForExit();
-    const [payment] = await db.query<{ id: string }>('SELECT id FROM payments WHERE order_id = $1', [orderId]);
+    const [payment] = await db.query<{ id: string }>(
+      'SELECT id FROM payments WHERE order_id = $1',
+      [orderId],
+    );
     expect(await events(payment.id)).toHaveLength(0);
 
     await app.start();

@@ -57,7 +57,9 @@ describeWithBroker('RabbitMqTransport: a topology the broker refuses', () => {
       await broker.channel.deleteExchange(exchange).catch(() => undefined);
     }
     expect(crashes).toEqual([]);
-    const errors = logger.lines.filter((line) => line.level === 'error' && /PRECONDITION_FAILED|inequivalent/i.test(line.message));
+    const errors = logger.lines.filter(
+      (line) => line.level === 'error' && /PRECONDITION_FAILED|inequivalent/i.test(line.message),
+    );
     expect(errors.length).toBeGreaterThan(0);
     // Reopened with a growing delay (0.1 s, 0.2 s, 0.4 s…): a handful in 3 s, not one every 100 ms.
     const reopened = logger.lines.filter((line) => /opening a new one/.test(line.message));
@@ -97,9 +99,14 @@ describeWithBroker('RabbitMqTransport: mandatory publishes', () => {
       const event = eventFor('payment.captured');
       await expect(transport.publish(event)).rejects.toThrow(/unroutable/);
 
-      const queue = await broker.queue(uniqueQueue('mandatory'), [{ exchange, routingKey: 'payment.*' }]);
+      const queue = await broker.queue(uniqueQueue('mandatory'), [
+        { exchange, routingKey: 'payment.*' },
+      ]);
       await transport.publish({ ...event, attempts: 1 });
-      const delivered = await broker.take(queue, (message) => message.messageId === event.messageId);
+      const delivered = await broker.take(
+        queue,
+        (message) => message.messageId === event.messageId,
+      );
       expect(delivered.body).toEqual({ probe: 'payment.captured' });
       // The channel survived the return: the next publish goes through as well.
       const next = eventFor('payment.refunded');
@@ -110,7 +117,7 @@ describeWithBroker('RabbitMqTransport: mandatory publishes', () => {
     }
   });
 
-  it("confirms an unroutable publish without it, as AMQP does: the broker drops the event", async () => {
+  it('confirms an unroutable publish without it, as AMQP does: the broker drops the event', async () => {
     const transport = new RabbitMqTransport({ url: brokerUrl() });
     await transport.start();
     try {

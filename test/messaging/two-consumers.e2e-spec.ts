@@ -28,7 +28,10 @@ describeWithBroker('two consumer processes, prefetch above 1, duplicates in the 
     queue = await broker.queue(uniqueQueue('order-payments'));
     await broker.queue(`${queue}.dead`);
     db = new TestDatabase();
-    apps = await Promise.all([startMessagingApp({ queue, prefetch: PREFETCH }), startMessagingApp({ queue, prefetch: PREFETCH })]);
+    apps = await Promise.all([
+      startMessagingApp({ queue, prefetch: PREFETCH }),
+      startMessagingApp({ queue, prefetch: PREFETCH }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all((apps ?? []).map((app) => app.stop()));
@@ -37,7 +40,9 @@ describeWithBroker('two consumer processes, prefetch above 1, duplicates in the 
   });
 
   it(`applies ${MESSAGES} messages with ${DUPLICATES} duplicates exactly once: the sum of paidCents is exact`, async () => {
-    const orderIds = await Promise.all(Array.from({ length: ORDERS }, (_, i) => createOrder(apps[i % 2].url)));
+    const orderIds = await Promise.all(
+      Array.from({ length: ORDERS }, (_, i) => createOrder(apps[i % 2].url)),
+    );
     const runId = orderIds[0].slice(0, 8);
     const next = random(42);
     const unique = Array.from({ length: MESSAGES - DUPLICATES }, (_, i) => ({
@@ -45,7 +50,10 @@ describeWithBroker('two consumer processes, prefetch above 1, duplicates in the 
       orderId: orderIds[Math.floor(next() * ORDERS)],
       amountCents: 1 + Math.floor(next() * 5000),
     }));
-    const stream = [...unique, ...Array.from({ length: DUPLICATES }, () => unique[Math.floor(next() * unique.length)])];
+    const stream = [
+      ...unique,
+      ...Array.from({ length: DUPLICATES }, () => unique[Math.floor(next() * unique.length)]),
+    ];
     for (let i = stream.length - 1; i > 0; i--) {
       const j = Math.floor(next() * (i + 1));
       [stream[i], stream[j]] = [stream[j], stream[i]];
@@ -57,20 +65,39 @@ describeWithBroker('two consumer processes, prefetch above 1, duplicates in the 
     expect((await broker.stats(queue)).consumerCount).toBe(2);
     await broker.sendAll(
       queue,
-      stream.map((m) => ({ body: { orderId: m.orderId, amountCents: m.amountCents }, options: { messageId: m.messageId } })),
+      stream.map((m) => ({
+        body: { orderId: m.orderId, amountCents: m.amountCents },
+        options: { messageId: m.messageId },
+      })),
     );
 
     // Done when every delivery is settled: 700 applied (claims) and 300 skipped (logged).
-    const skippedBy = (app: AppProcess) => (app.logs.join('').match(new RegExp(`bulk-${runId}-\\d+ already processed`, 'g')) ?? []).length;
+    const skippedBy = (app: AppProcess) =>
+      (app.logs.join('').match(new RegExp(`bulk-${runId}-\\d+ already processed`, 'g')) ?? [])
+        .length;
     const processed = async () =>
-      Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE message_id LIKE $1`, [`bulk-${runId}-%`]))[0].n);
+      Number(
+        (
+          await db.query<{ n: string }>(
+            `SELECT count(*) AS n FROM processed_messages WHERE message_id LIKE $1`,
+            [`bulk-${runId}-%`],
+          )
+        )[0].n,
+      );
     await eventually(
       'every delivery to be settled',
-      async () => ((await processed()) === unique.length && skippedBy(apps[0]) + skippedBy(apps[1]) === DUPLICATES ? true : undefined),
+      async () =>
+        (await processed()) === unique.length &&
+        skippedBy(apps[0]) + skippedBy(apps[1]) === DUPLICATES
+          ? true
+          : undefined,
       60_000,
     );
 
-    const rows = await db.query<{ id: string; paid_cents: string }>(`SELECT id, paid_cents FROM orders WHERE id = ANY($1)`, [orderIds]);
+    const rows = await db.query<{ id: string; paid_cents: string }>(
+      `SELECT id, paid_cents FROM orders WHERE id = ANY($1)`,
+      [orderIds],
+    );
     const sum = rows.reduce((total, row) => total + Number(row.paid_cents), 0);
     // eslint-disable-next-line no-console
     console.log(

@@ -53,7 +53,10 @@ export class CapturedLogs implements LoggerService {
   }
   error(message: unknown, ...rest: unknown[]): void {
     // eslint-disable-next-line no-console
-    console.error(this.keep(message, typeof rest.at(-1) === 'string' ? (rest.at(-1) as string) : undefined), ...rest.slice(0, -1));
+    console.error(
+      this.keep(message, typeof rest.at(-1) === 'string' ? (rest.at(-1) as string) : undefined),
+      ...rest.slice(0, -1),
+    );
   }
   fatal(message: unknown, context?: string): void {
     this.error(message, context);
@@ -78,11 +81,18 @@ export async function createAppBehindPgBouncer(
   logs: CapturedLogs,
 ): Promise<INestApplication> {
   const config = configFromEnv(env, urls.databaseUrl, urls.providerUrl);
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.register(config)] }).compile();
-  const app = moduleRef.createNestApplication(createHttpAdapter('express'), { bodyParser: false, logger: logs });
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule.register(config)],
+  }).compile();
+  const app = moduleRef.createNestApplication(createHttpAdapter('express'), {
+    bodyParser: false,
+    logger: logs,
+  });
   setUpApp(app);
   if (config.amqpUrl) {
-    app.connectMicroservice(orderPaymentsMicroservice(messagingSettings(config.amqpUrl, config.messaging)));
+    app.connectMicroservice(
+      orderPaymentsMicroservice(messagingSettings(config.amqpUrl, config.messaging)),
+    );
     await app.startAllMicroservices();
   }
   await app.init();

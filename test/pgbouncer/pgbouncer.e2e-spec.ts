@@ -37,7 +37,8 @@ class PreparedStatementTraffic {
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       if (this.port !== port) return (original as (...a: unknown[]) => unknown).apply(this, args);
       const first = args[0];
-      const text = typeof first === 'string' ? first : String((first as { text?: string })?.text ?? '');
+      const text =
+        typeof first === 'string' ? first : String((first as { text?: string })?.text ?? '');
       traffic.prepares += text.match(/PREPARE idempotency_/g)?.length ?? 0;
       traffic.executes += text.match(/EXECUTE idempotency_/g)?.length ?? 0;
       const result = (original as (...a: unknown[]) => unknown).apply(this, args);
@@ -55,14 +56,20 @@ class PreparedStatementTraffic {
   }
 
   snapshot() {
-    return { prepares: this.prepares, executes: this.executes, unknownStatements: this.unknownStatements };
+    return {
+      prepares: this.prepares,
+      executes: this.executes,
+      unknownStatements: this.unknownStatements,
+    };
   }
 }
 
 const brokerStatus = process.env.TEST_BROKER_STATUS;
 /** The inbox tests need RabbitMQ; without it they are skipped, saying why (REQUIRE_BROKER=1 fails the run). */
 const itWithBroker = (name: string, test: () => Promise<void>) =>
-  brokerStatus === 'up' ? it(name, test) : it.skip(`${name} [SKIPPED: ${brokerStatus ?? 'broker not checked'}]`, test);
+  brokerStatus === 'up'
+    ? it(name, test)
+    : it.skip(`${name} [SKIPPED: ${brokerStatus ?? 'broker not checked'}]`, test);
 
 /**
  * The demo driven through a real PgBouncer with `pool_mode = transaction` in front of the run's
@@ -103,10 +110,15 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
     const withinSeconds = <T>(promise: Promise<T>, seconds: number) =>
       Promise.race([
         promise,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not done in ${seconds} s`)), seconds * 1000)),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`not done in ${seconds} s`)), seconds * 1000),
+        ),
       ]);
     for (let round = 0; round < 3; round++) {
-      await withinSeconds(Promise.all([migrate(bouncer.url), migrate(bouncer.url), migrate(bouncer.url)]), 15);
+      await withinSeconds(
+        Promise.all([migrate(bouncer.url), migrate(bouncer.url), migrate(bouncer.url)]),
+        15,
+      );
     }
     expect(await db.query(`SELECT pid FROM pg_locks WHERE locktype = 'advisory'`)).toEqual([]);
   });
@@ -126,13 +138,22 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
     beforeAll(async () => {
       // The demo's own environment, as its process would read it; no relay, no cleanup timer.
-      const env = { DEMO_FAULTS: '1', IDEMPOTENCY_CLEANUP: 'off', IDEMPOTENCY_PREPARED_STATEMENTS: preparedStatements };
+      const env = {
+        DEMO_FAULTS: '1',
+        IDEMPOTENCY_CLEANUP: 'off',
+        IDEMPOTENCY_PREPARED_STATEMENTS: preparedStatements,
+      };
       const connections = { databaseUrl: bouncer.url, providerUrl };
       if (broker) {
         queue = await broker.queue(uniqueQueue('pgbouncer-payments'));
         await broker.queue(`${queue}.dead`);
       }
-      const messaging = broker && { AMQP_URL: brokerUrl(), ORDER_PAYMENTS_QUEUE: queue, OUTBOX_RELAY: '0', INBOX_MAX_ATTEMPTS: '3' };
+      const messaging = broker && {
+        AMQP_URL: brokerUrl(),
+        ORDER_PAYMENTS_QUEUE: queue,
+        OUTBOX_RELAY: '0',
+        INBOX_MAX_ATTEMPTS: '3',
+      };
       first = await createAppBehindPgBouncer({ ...env, ...messaging }, connections, logs);
       second = await createAppBehindPgBouncer(env, connections, logs);
       urls = [await listen(first), await listen(second)];
@@ -146,7 +167,10 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
     });
 
     const order = (url: string, key: string, body: object) =>
-      postRaw(url, '/v1/orders', JSON.stringify(body), { authorization: ACME.authorization, 'idempotency-key': key });
+      postRaw(url, '/v1/orders', JSON.stringify(body), {
+        authorization: ACME.authorization,
+        'idempotency-key': key,
+      });
     const pay = (url: string, key: string, body: object, fault?: string) =>
       postRaw(url, '/v1/payments', JSON.stringify(body), {
         authorization: ACME.authorization,
@@ -162,7 +186,9 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
         expect(res.status).toBe(201);
         const orders = await db.orders('acme', customerId);
-        expect(orders).toEqual([expect.objectContaining({ id: JSON.parse(res.text).id, amount_cents: 4999 })]);
+        expect(orders).toEqual([
+          expect.objectContaining({ id: JSON.parse(res.text).id, amount_cents: 4999 }),
+        ]);
         const [row] = await db.keys('acme', key);
         expect(row).toMatchObject({ status: 'completed', response_code: 201 });
         expect(row.response_body?.toString('utf8')).toBe(res.text);
@@ -189,12 +215,16 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         const key = uniqueKey();
         const customerId = uniqueCustomer();
         const responses = await Promise.all(
-          Array.from({ length: DUPLICATES }, (_, i) => order(urls[i % 2], key, { customerId, amountCents: 4200 })),
+          Array.from({ length: DUPLICATES }, (_, i) =>
+            order(urls[i % 2], key, { customerId, amountCents: 4200 }),
+          ),
         );
 
         const orders = await db.orders('acme', customerId);
         expect(orders).toHaveLength(1);
-        expect(await db.keys('acme', key)).toEqual([expect.objectContaining({ status: 'completed', response_code: 201 })]);
+        expect(await db.keys('acme', key)).toEqual([
+          expect.objectContaining({ status: 'completed', response_code: 201 }),
+        ]);
         expectOneOutcome(responses, orders[0].id);
       });
 
@@ -206,8 +236,13 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
         expect(created.status).toBe(201);
         expect(reused.status).toBe(422);
-        expect(JSON.parse(reused.text)).toMatchObject({ type: IdempotencyProblemType.keyReused, status: 422 });
-        expect(await db.orders('acme', customerId)).toEqual([expect.objectContaining({ amount_cents: 500 })]);
+        expect(JSON.parse(reused.text)).toMatchObject({
+          type: IdempotencyProblemType.keyReused,
+          status: 422,
+        });
+        expect(await db.orders('acme', customerId)).toEqual([
+          expect.objectContaining({ amount_cents: 500 }),
+        ]);
         expect((await db.keys('acme', key))[0].response_body?.toString('utf8')).toBe(created.text);
       });
 
@@ -223,7 +258,11 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         expect(replay.text).toBe(refused.text);
         expect(await db.orders('acme', customerId)).toHaveLength(0);
         expect(await db.keys('acme', key)).toEqual([
-          expect.objectContaining({ status: 'completed', response_code: 422, response_body: Buffer.from(refused.text) }),
+          expect.objectContaining({
+            status: 'completed',
+            response_code: 422,
+            response_body: Buffer.from(refused.text),
+          }),
         ]);
       });
     });
@@ -236,15 +275,27 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
         expect(res.status).toBe(201);
         const body = JSON.parse(res.text);
-        expect(body).toMatchObject({ orderId, amountCents: 1500, status: 'captured', providerChargeId: expect.stringMatching(/^ch_/) });
+        expect(body).toMatchObject({
+          orderId,
+          amountCents: 1500,
+          status: 'captured',
+          providerChargeId: expect.stringMatching(/^ch_/),
+        });
         const replay = await pay(urls[1], key, { orderId, amountCents: 1500 });
         expect(replay.text).toBe(res.text);
         const charges = await providerCharges(providerUrl, body.id);
-        expect(charges).toEqual([expect.objectContaining({ id: body.providerChargeId, amountCents: 1500 })]);
+        expect(charges).toEqual([
+          expect.objectContaining({ id: body.providerChargeId, amountCents: 1500 }),
+        ]);
         expect(charges[0].idempotencyKey).not.toBe(key);
-        expect(await db.payments(orderId)).toEqual([{ id: body.id, status: 'captured', provider_charge_id: body.providerChargeId }]);
+        expect(await db.payments(orderId)).toEqual([
+          { id: body.id, status: 'captured', provider_charge_id: body.providerChargeId },
+        ]);
         expect(await db.orderStatus(orderId)).toBe('paid');
-        expect((await db.keys('acme', key))[0]).toMatchObject({ status: 'completed', response_code: 201 });
+        expect((await db.keys('acme', key))[0]).toMatchObject({
+          status: 'completed',
+          response_code: 201,
+        });
       });
 
       it('answers 409 to a duplicate while the lease is live; one charge', async () => {
@@ -258,7 +309,9 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         expect([a.status, b.status].sort()).toEqual([201, 409]);
         expect((a.status === 409 ? a : b).headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
         const [payment] = await db.payments(orderId);
-        expect(await db.payments(orderId)).toEqual([expect.objectContaining({ status: 'captured' })]);
+        expect(await db.payments(orderId)).toEqual([
+          expect.objectContaining({ status: 'captured' }),
+        ]);
         expect(await providerCharges(providerUrl, payment.id)).toHaveLength(1);
       });
 
@@ -276,11 +329,16 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
 
         const retry = await pay(urls[1], key, { orderId, amountCents: 2300 });
         expect(retry.status).toBe(201);
-        expect(JSON.parse(retry.text)).toMatchObject({ id: payment.id, providerChargeId: charged.id });
+        expect(JSON.parse(retry.text)).toMatchObject({
+          id: payment.id,
+          providerChargeId: charged.id,
+        });
         expect(await providerCharges(providerUrl, payment.id)).toEqual([
           expect.objectContaining({ id: charged.id, idempotencyKey: charged.idempotencyKey }),
         ]);
-        expect(await db.payments(orderId)).toEqual([{ id: payment.id, status: 'captured', provider_charge_id: charged.id }]);
+        expect(await db.payments(orderId)).toEqual([
+          { id: payment.id, status: 'captured', provider_charge_id: charged.id },
+        ]);
       });
 
       it('stores a decline (402) and replays it; the order stays unpaid', async () => {
@@ -292,15 +350,21 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         expect(declined.status).toBe(402);
         expect(JSON.parse(declined.text)).toMatchObject({ code: 'payment_declined' });
         expect(replay.text).toBe(declined.text);
-        expect(await db.payments(orderId)).toEqual([expect.objectContaining({ status: 'declined' })]);
+        expect(await db.payments(orderId)).toEqual([
+          expect.objectContaining({ status: 'declined' }),
+        ]);
         expect(await db.orderStatus(orderId)).toBe('pending');
       });
     });
 
     describe('inbox: the order-payments consumer', () => {
       const processedRows = async (messageId: string) =>
-        (await db.query(`SELECT 1 FROM processed_messages WHERE consumer = 'order-payments' AND message_id = $1`, [messageId]))
-          .length;
+        (
+          await db.query(
+            `SELECT 1 FROM processed_messages WHERE consumer = 'order-payments' AND message_id = $1`,
+            [messageId],
+          )
+        ).length;
       const skipped = (messageId: string) => logs.count(`${messageId} already processed`);
 
       itWithBroker('applies a message delivered twice under one id once', async () => {
@@ -309,7 +373,9 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         await broker!.send(queue, { orderId, amountCents: 1500 }, { messageId });
         await broker!.send(queue, { orderId, amountCents: 1500 }, { messageId });
 
-        await eventually('the duplicate to be skipped', () => (skipped(messageId) === 1 ? true : undefined));
+        await eventually('the duplicate to be skipped', () =>
+          skipped(messageId) === 1 ? true : undefined,
+        );
         expect(await db.paidCents(orderId)).toBe(1500);
         expect(await processedRows(messageId)).toBe(1);
         expect((await getOrder(urls[1], orderId)).paidCents).toBe(1500);
@@ -318,9 +384,17 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
       itWithBroker('applies ten simultaneous copies once', async () => {
         const orderId = await createOrder(urls[0]);
         const messageId = `pay-${randomUUID()}`;
-        await broker!.sendAll(queue, Array.from({ length: 10 }, () => ({ body: { orderId, amountCents: 700 }, options: { messageId } })));
+        await broker!.sendAll(
+          queue,
+          Array.from({ length: 10 }, () => ({
+            body: { orderId, amountCents: 700 },
+            options: { messageId },
+          })),
+        );
 
-        await eventually('nine duplicates to be skipped', () => (skipped(messageId) === 9 ? true : undefined));
+        await eventually('nine duplicates to be skipped', () =>
+          skipped(messageId) === 9 ? true : undefined,
+        );
         expect(await db.paidCents(orderId)).toBe(700);
         expect(await processedRows(messageId)).toBe(1);
       });
@@ -330,10 +404,15 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
       /** Hands every connection new server sessions: PgBouncer closes the old ones as they come free. */
       async function createAfterReconnect(): Promise<void> {
         // Sequential requests take the same pooled connection; this one has prepared, if it may.
-        expect((await order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 })).status).toBe(201);
+        expect(
+          (await order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 }))
+            .status,
+        ).toBe(201);
         await bouncer.admin('RECONNECT');
         const customerId = uniqueCustomer();
-        expect((await order(urls[0], uniqueKey(), { customerId, amountCents: 100 })).status).toBe(201);
+        expect((await order(urls[0], uniqueKey(), { customerId, amountCents: 100 })).status).toBe(
+          201,
+        );
         expect(await db.orders('acme', customerId)).toHaveLength(1);
       }
 
@@ -356,7 +435,9 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
             const before = traffic.snapshot();
             await createAfterReconnect();
             const created = await Promise.all(
-              Array.from({ length: 4 }, () => order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 })),
+              Array.from({ length: 4 }, () =>
+                order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 }),
+              ),
             );
             expect(created.map((response) => response.status)).toEqual([201, 201, 201, 201]);
             const cycle = diff(traffic.snapshot(), before);
@@ -386,7 +467,9 @@ async function listen(app: INestApplication): Promise<string> {
 }
 
 function diff<T extends Record<string, number>>(after: T, before: T): T {
-  return Object.fromEntries(Object.entries(after).map(([name, value]) => [name, value - before[name]])) as T;
+  return Object.fromEntries(
+    Object.entries(after).map(([name, value]) => [name, value - before[name]]),
+  ) as T;
 }
 
 /** Every answer but the winner's is a byte-identical replay or a 409 with Retry-After. */
@@ -396,6 +479,7 @@ function expectOneOutcome(responses: RawResponse[], orderId: string): void {
   expect(created.length + inUse.length).toBe(responses.length);
   expect(created.length).toBeGreaterThanOrEqual(1);
   for (const response of created) expect(response.text).toBe(created[0].text);
-  for (const response of inUse) expect(JSON.parse(response.text)).toMatchObject({ type: IdempotencyProblemType.keyInUse });
+  for (const response of inUse)
+    expect(JSON.parse(response.text)).toMatchObject({ type: IdempotencyProblemType.keyInUse });
   expect(JSON.parse(created[0].text).id).toBe(orderId);
 }

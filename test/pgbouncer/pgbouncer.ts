@@ -6,12 +6,20 @@ import { delimiter, join } from 'node:path';
 import { Client } from 'pg';
 import { findFreePort } from '#tools/embedded-postgres';
 
-const HOW_TO_INSTALL = 'install it (apt-get install -y pgbouncer) or point PGBOUNCER_BIN at the binary';
+const HOW_TO_INSTALL =
+  'install it (apt-get install -y pgbouncer) or point PGBOUNCER_BIN at the binary';
 
 /** The pgbouncer binary: `PGBOUNCER_BIN`, else the PATH, else where Debian puts it (/usr/sbin). */
 export function findPgBouncer(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dirs = [...(env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/usr/local/bin'];
-  const candidates = env.PGBOUNCER_BIN ? [env.PGBOUNCER_BIN] : dirs.filter((dir) => dir !== '').map((dir) => join(dir, 'pgbouncer'));
+  const dirs = [
+    ...(env.PATH ?? '').split(delimiter),
+    '/usr/sbin',
+    '/usr/local/sbin',
+    '/usr/local/bin',
+  ];
+  const candidates = env.PGBOUNCER_BIN
+    ? [env.PGBOUNCER_BIN]
+    : dirs.filter((dir) => dir !== '').map((dir) => join(dir, 'pgbouncer'));
   return candidates.find((path) => {
     try {
       accessSync(path, constants.X_OK);
@@ -42,7 +50,9 @@ export function describeWithPgBouncer(name: string, suite: () => void): void {
     return;
   }
   // eslint-disable-next-line no-console
-  console.warn(`${reason}: the PgBouncer suite is SKIPPED. To run it, ${HOW_TO_INSTALL}; set REQUIRE_PGBOUNCER=1 to fail instead.`);
+  console.warn(
+    `${reason}: the PgBouncer suite is SKIPPED. To run it, ${HOW_TO_INSTALL}; set REQUIRE_PGBOUNCER=1 to fail instead.`,
+  );
   describe.skip(`${name} [SKIPPED: ${reason}; to run it, ${HOW_TO_INSTALL}]`, suite);
 }
 
@@ -82,11 +92,14 @@ export class PgBouncer {
     const user = decodeURIComponent(server.username);
     const password = decodeURIComponent(server.password);
     const database = server.pathname.slice(1);
-    if (!user || !database) throw new Error(`PgBouncer: the server URL names no user or database: ${server.origin}`);
+    if (!user || !database)
+      throw new Error(`PgBouncer: the server URL names no user or database: ${server.origin}`);
     const port = await findFreePort();
     const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-test-'));
     const quote = (value: string) => `"${value.replace(/"/g, '""')}"`;
-    writeFileSync(join(dir, 'userlist.txt'), `${quote(user)} ${quote(password)}\n`, { mode: 0o600 });
+    writeFileSync(join(dir, 'userlist.txt'), `${quote(user)} ${quote(password)}\n`, {
+      mode: 0o600,
+    });
     writeFileSync(
       join(dir, 'pgbouncer.ini'),
       [
@@ -112,7 +125,9 @@ export class PgBouncer {
     );
     // PgBouncer refuses to run as root; -u makes it drop to another user once its files are read.
     const asUser = process.getuid?.() === 0 ? ['-u', process.env.PGBOUNCER_USER || 'postgres'] : [];
-    const child = spawn(binary, [...asUser, join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(binary, [...asUser, join(dir, 'pgbouncer.ini')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const bouncer = new PgBouncer(child, dir, port, server);
     child.stdout?.on('data', (chunk: Buffer) => bouncer.logs.push(chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => bouncer.logs.push(chunk.toString()));
@@ -152,9 +167,16 @@ export class PgBouncer {
   /** The database's counters since start: transactions and queries (round trips) pooled. */
   async stats(): Promise<PgBouncerStats> {
     const database = this.server.pathname.slice(1);
-    const rows = await this.admin<{ database: string; total_xact_count: string; total_query_count: string }>('SHOW STATS');
+    const rows = await this.admin<{
+      database: string;
+      total_xact_count: string;
+      total_query_count: string;
+    }>('SHOW STATS');
     const row = rows.find((each) => each.database === database);
-    return { totalXactCount: Number(row?.total_xact_count ?? 0), totalQueryCount: Number(row?.total_query_count ?? 0) };
+    return {
+      totalXactCount: Number(row?.total_xact_count ?? 0),
+      totalQueryCount: Number(row?.total_query_count ?? 0),
+    };
   }
 
   async stop(): Promise<void> {
@@ -173,11 +195,14 @@ export class PgBouncer {
   private async waitUntilListening(): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`pgbouncer exited during start:\n${this.logs.join('')}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`pgbouncer exited during start:\n${this.logs.join('')}`);
       if (await accepts(this.port)) return;
       await new Promise((r) => setTimeout(r, 50));
     }
-    throw new Error(`pgbouncer did not listen on 127.0.0.1:${this.port} within 10 s:\n${this.logs.join('')}`);
+    throw new Error(
+      `pgbouncer did not listen on 127.0.0.1:${this.port} within 10 s:\n${this.logs.join('')}`,
+    );
   }
 }
 

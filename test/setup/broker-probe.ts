@@ -3,7 +3,10 @@ import { connect } from 'amqplib';
 export const DEFAULT_TEST_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
 
 /** Whether a RabbitMQ answers at `url` (a real AMQP handshake, credentials included). */
-export async function probeBroker(url: string, timeoutMs = 3000): Promise<{ up: true } | { up: false; reason: string }> {
+export async function probeBroker(
+  url: string,
+  timeoutMs = 3000,
+): Promise<{ up: true } | { up: false; reason: string }> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const connection = await Promise.race([

@@ -24,7 +24,10 @@ export default async function globalSetup(): Promise<void> {
     });
     TEST_STATE.embedded = { handle, dataDir };
     process.env.DATABASE_URL = handle.url;
-    const moved = handle.dataDir === dataDir ? '' : ` (data in ${handle.dataDir}: the postgres user cannot reach ${dataDir})`;
+    const moved =
+      handle.dataDir === dataDir
+        ? ''
+        : ` (data in ${handle.dataDir}: the postgres user cannot reach ${dataDir})`;
     // eslint-disable-next-line no-console
     console.log(`\nDATABASE_URL not set: embedded PostgreSQL at ${handle.url}${moved}`);
   }
@@ -45,9 +48,13 @@ async function checkBroker(): Promise<void> {
   }
   const reason = `no RabbitMQ at ${redactUrl(url)} (${probe.reason})`;
   if (process.env.REQUIRE_BROKER === '1') {
-    throw new Error(`REQUIRE_BROKER=1 but ${reason}: start it (rabbitmq-server -detached) or set TEST_AMQP_URL`);
+    throw new Error(
+      `REQUIRE_BROKER=1 but ${reason}: start it (rabbitmq-server -detached) or set TEST_AMQP_URL`,
+    );
   }
   process.env.TEST_BROKER_STATUS = reason;
   // eslint-disable-next-line no-console
-  console.warn(`\n${reason}: the RabbitMQ suites are SKIPPED. Start RabbitMQ, or set REQUIRE_BROKER=1 to fail instead.`);
+  console.warn(
+    `\n${reason}: the RabbitMQ suites are SKIPPED. Start RabbitMQ, or set REQUIRE_BROKER=1 to fail instead.`,
+  );
 }

@@ -6,7 +6,9 @@ export default async function globalTeardown(): Promise<void> {
   if (broker && broker !== 'up') {
     // Said again here, beside the summary, where a reader looks for why suites were skipped.
     // eslint-disable-next-line no-console
-    console.warn(`\nRabbitMQ suites SKIPPED: ${broker}. Set REQUIRE_BROKER=1 to make that a failure.`);
+    console.warn(
+      `\nRabbitMQ suites SKIPPED: ${broker}. Set REQUIRE_BROKER=1 to make that a failure.`,
+    );
   }
   const embedded = TEST_STATE.embedded;
   if (!embedded) return;

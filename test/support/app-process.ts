@@ -53,7 +53,8 @@ export class AppProcess {
   /** `overrides` apply to this start only, e.g. a restart with `DEMO_FAULTS: '0'`. */
   async start(overrides: NodeJS.ProcessEnv = {}): Promise<void> {
     const { node, main, cwd } = this.program;
-    if (!existsSync(main)) throw new Error(`${main} is missing: build it first ("npm test" builds the demo)`);
+    if (!existsSync(main))
+      throw new Error(`${main} is missing: build it first ("npm test" builds the demo)`);
     const child = spawn(node, [main], {
       cwd,
       // Each process runs its own card processor stub; all stubs share one database schema,
@@ -88,7 +89,10 @@ export class AppProcess {
   async waitForLog(pattern: RegExp, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!pattern.test(this.logs.join(''))) {
-      if (Date.now() > deadline) throw new Error(`no log line matching ${pattern} in ${timeoutMs} ms:\n${this.logs.join('')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no log line matching ${pattern} in ${timeoutMs} ms:\n${this.logs.join('')}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }

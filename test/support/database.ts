@@ -8,12 +8,20 @@ import { databaseUrl } from './test-app';
 export class TestDatabase {
   private readonly pool = new Pool({ connectionString: databaseUrl(), max: 4 });
 
-  async query<T extends Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+  async query<T extends Record<string, unknown>>(
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<T[]> {
     return (await this.pool.query(sql, params)).rows as T[];
   }
 
   async orders(tenantId: string, customerId: string) {
-    return this.query<{ id: string; amount_cents: number; reference: string | null; status: string }>(
+    return this.query<{
+      id: string;
+      amount_cents: number;
+      reference: string | null;
+      status: string;
+    }>(
       `SELECT id, amount_cents, reference, status FROM orders WHERE tenant_id = $1 AND customer_id = $2`,
       [tenantId, customerId],
     );
@@ -42,12 +50,17 @@ export class TestDatabase {
   }
 
   async orderStatus(orderId: string): Promise<string> {
-    return (await this.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]))[0].status;
+    return (
+      await this.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId])
+    )[0].status;
   }
 
   /** The order's `paid_cents`, which the order-payments consumer adds to. */
   async paidCents(orderId: string): Promise<number> {
-    const [row] = await this.query<{ paid_cents: string }>('SELECT paid_cents FROM orders WHERE id = $1', [orderId]);
+    const [row] = await this.query<{ paid_cents: string }>(
+      'SELECT paid_cents FROM orders WHERE id = $1',
+      [orderId],
+    );
     return Number(row.paid_cents);
   }
 
@@ -55,7 +68,10 @@ export class TestDatabase {
    * Runs `sql` in a transaction on a connection of its own and leaves it open, uncommitted:
    * its row locks stay held until `rollback()`, as a twin that is still running would hold them.
    */
-  async holdUncommitted(sql: string, params: unknown[] = []): Promise<{ rollback(): Promise<void> }> {
+  async holdUncommitted(
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<{ rollback(): Promise<void> }> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');

@@ -17,10 +17,16 @@ export class ProcessGroup {
     readonly port: number,
     options: { env: NodeJS.ProcessEnv; cwd?: string },
   ) {
-    this.child = spawn(command, args, { ...options, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(command, args, {
+      ...options,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
     this.child.stderr?.on('data', (chunk: Buffer) => this.logs.push(chunk.toString()));
-    this.exited = new Promise((done) => this.child.once('close', (code, signal) => done({ code, signal })));
+    this.exited = new Promise((done) =>
+      this.child.once('close', (code, signal) => done({ code, signal })),
+    );
   }
 
   get url(): string {

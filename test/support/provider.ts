@@ -9,7 +9,10 @@ export interface ProviderCharge {
 }
 
 /** What the card processor recorded: the side effect the payment tests count. */
-export async function providerCharges(providerUrl: string, reference: string): Promise<ProviderCharge[]> {
+export async function providerCharges(
+  providerUrl: string,
+  reference: string,
+): Promise<ProviderCharge[]> {
   const response = await fetch(`${providerUrl}/charges`);
   if (response.status !== 200) throw new Error(`GET /charges answered ${response.status}`);
   const charges = (await response.json()) as ProviderCharge[];

@@ -27,12 +27,16 @@ export async function createTestApp(
       }),
     ],
   }).compile();
-  const app = moduleRef.createNestApplication(createHttpAdapter(adapter), { bodyParser: false, logger: ['error', 'warn'] });
+  const app = moduleRef.createNestApplication(createHttpAdapter(adapter), {
+    bodyParser: false,
+    logger: ['error', 'warn'],
+  });
   setUpApp(app);
   beforeInit(app);
   await runMigrations(app.get(DataSource));
   await app.init();
-  if (adapter === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<unknown> }).ready();
+  if (adapter === 'fastify')
+    await (app.getHttpAdapter().getInstance() as { ready(): Promise<unknown> }).ready();
   return app;
 }
 

@@ -61,7 +61,12 @@ export class AppModule {
         EventsModule,
         // Without AMQP_URL the messaging part is not even loaded (nor is amqplib).
         ...(config.amqpUrl
-          ? [DemoMessagingModule.register(messagingSettings(config.amqpUrl, config.messaging), config.demoFaults)]
+          ? [
+              DemoMessagingModule.register(
+                messagingSettings(config.amqpUrl, config.messaging),
+                config.demoFaults,
+              ),
+            ]
           : []),
         OrdersModule,
         PaymentsModule,
@@ -75,7 +80,11 @@ export class AppModule {
         { provide: APP_INTERCEPTOR, useClass: CrashAfterCommitInterceptor },
         {
           provide: APP_PIPE,
-          useValue: new ValidationPipe({ transform: true, whitelist: true, forbidNonWhitelisted: true }),
+          useValue: new ValidationPipe({
+            transform: true,
+            whitelist: true,
+            forbidNonWhitelisted: true,
+          }),
         },
       ],
       exports: [APP_CONFIG],

@@ -36,5 +36,8 @@ export function setUpOpenApi(app: INestApplication): void {
     .addSecurityRequirements('bearer')
     .build();
   const ui = app.getHttpAdapter().getType() === 'express';
-  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, config), { ui, raw: ['json'] });
+  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, config), {
+    ui,
+    raw: ['json'],
+  });
 }

@@ -17,11 +17,19 @@ async function main(): Promise<void> {
   const databaseUrl = await resolveDatabaseUrl(logger);
   const base = configFromEnv(process.env, databaseUrl, 'http://127.0.0.1:9');
   // No timers and no relay in a one-shot command: it cleans, reports and exits.
-  const config = { ...base, cleanup: false as const, messaging: { ...base.messaging, relay: false } };
-  const app = await NestFactory.createApplicationContext(AppModule.register(config), { logger: ['error', 'warn'] });
+  const config = {
+    ...base,
+    cleanup: false as const,
+    messaging: { ...base.messaging, relay: false },
+  };
+  const app = await NestFactory.createApplicationContext(AppModule.register(config), {
+    logger: ['error', 'warn'],
+  });
   try {
     await runMigrations(app.get(DataSource));
-    const report: Record<string, unknown> = { idempotency_keys: await app.get(IdempotencyCleanup).purgeExpired() };
+    const report: Record<string, unknown> = {
+      idempotency_keys: await app.get(IdempotencyCleanup).purgeExpired(),
+    };
     // processed_messages and the outbox: their module exists when messaging is on (AMQP_URL).
     const messaging = tryGet(() => app.get(MessagingCleanup, { strict: false }));
     if (messaging) report.messaging = await messaging.purge();

@@ -3,7 +3,11 @@ import type { AppConfig } from './app.config';
 import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
 /** The demo's environment, with its defaults. `providerUrl` is resolved by main.ts. */
-export function configFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string, providerUrl: string): AppConfig {
+export function configFromEnv(
+  env: NodeJS.ProcessEnv,
+  databaseUrl: string,
+  providerUrl: string,
+): AppConfig {
   return {
     databaseUrl,
     demoFaults: env.DEMO_FAULTS === '1',
@@ -36,7 +40,8 @@ export function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: 
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new Error(`${name} must be a positive integer, got "${raw}"`);
   return value;
 }
 
@@ -50,6 +55,7 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug
 export function logLevelsFromEnv(env: NodeJS.ProcessEnv): LogLevel[] {
   const level = (env.LOG_LEVEL || 'log') as LogLevel;
   const index = LOG_LEVELS.indexOf(level);
-  if (index < 0) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  if (index < 0)
+    throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   return LOG_LEVELS.slice(0, index + 1);
 }

@@ -9,7 +9,9 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** The demo runs on either adapter (`HTTP_ADAPTER=fastify`); the library works on both. */
 export function createHttpAdapter(kind: HttpAdapterKind): AbstractHttpAdapter {
-  return kind === 'fastify' ? new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }) : new ExpressAdapter();
+  return kind === 'fastify'
+    ? new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES })
+    : new ExpressAdapter();
 }
 
 export function httpAdapterKind(value: string | undefined): HttpAdapterKind {

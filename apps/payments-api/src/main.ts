@@ -54,13 +54,18 @@ async function bootstrap(): Promise<void> {
         `outbox relay ${settings.relay ? 'on' : 'off'}`,
     );
   } else {
-    logger.log('AMQP_URL is not set: messaging is off (no order-payments consumer, no outbox relay)');
+    logger.log(
+      'AMQP_URL is not set: messaging is off (no order-payments consumer, no outbox relay)',
+    );
   }
   const port = positiveInteger(env, 'PORT', 3000);
   await app.listen(port, '0.0.0.0');
-  logger.log(`payments API listening on http://localhost:${port}, card processor at ${providerUrl}`);
+  logger.log(
+    `payments API listening on http://localhost:${port}, card processor at ${providerUrl}`,
+  );
   if (config.demoFaults) logger.warn('DEMO_FAULTS=1: X-Demo-Fault is honoured');
-  if (config.benchRoutes) logger.warn('BENCH_ROUTES=1: POST /bench/orders and GET /bench/stats are served');
+  if (config.benchRoutes)
+    logger.warn('BENCH_ROUTES=1: POST /bench/orders and GET /bench/stats are served');
 }
 
 bootstrap().catch((error: unknown) => {

@@ -49,7 +49,9 @@ export class GracefulShutdown {
           await close();
         } catch (error) {
           failed = true;
-          this.logger.error(`closing ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+          this.logger.error(
+            `closing ${what} failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
       }
       this.logger.log(failed ? 'stopped, with errors' : 'stopped');
@@ -82,13 +84,18 @@ export class HttpDrain {
   async drain(timeoutMs: number, logger: Logger, what: string): Promise<void> {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    if (this.open.size > 0) logger.log(`${what}: waiting for ${this.open.size} request(s) in flight`);
+    if (this.open.size > 0)
+      logger.log(`${what}: waiting for ${this.open.size} request(s) in flight`);
     for (const response of this.open) closeAfter(response);
     this.server.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)));
+    const timedOut = new Promise<boolean>(
+      (resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)),
+    );
     if (await Promise.race([closed.then(() => false), timedOut])) {
-      logger.warn(`${what}: ${this.open.size} request(s) still running after ${timeoutMs} ms; closing their connections`);
+      logger.warn(
+        `${what}: ${this.open.size} request(s) still running after ${timeoutMs} ms; closing their connections`,
+      );
       this.server.closeAllConnections();
       await closed;
     }

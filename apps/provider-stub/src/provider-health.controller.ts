@@ -8,7 +8,9 @@ export const PROVIDER_STUB_NAME = 'provider-stub';
 
 @Controller('health')
 export class ProviderHealthController {
-  constructor(@InjectDataSource(PROVIDER_STUB_CONNECTION) private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource(PROVIDER_STUB_CONNECTION) private readonly dataSource: DataSource,
+  ) {}
 
   @Get()
   async check(): Promise<{ status: 'ok'; service: string }> {

@@ -9,8 +9,12 @@ import { type ProviderStubConfig, ProviderStubModule } from './provider-stub.mod
 
 /** Builds the stub app and brings its schema up to date (not listening yet). */
 export async function createProviderStub(config: ProviderStubConfig): Promise<INestApplication> {
-  const app = await NestFactory.create(ProviderStubModule.register(config), { logger: ['error', 'warn'] });
-  await runMigrations(app.get<DataSource>(getDataSourceToken(PROVIDER_STUB_CONNECTION)), { schema: PROVIDER_STUB_SCHEMA });
+  const app = await NestFactory.create(ProviderStubModule.register(config), {
+    logger: ['error', 'warn'],
+  });
+  await runMigrations(app.get<DataSource>(getDataSourceToken(PROVIDER_STUB_CONNECTION)), {
+    schema: PROVIDER_STUB_SCHEMA,
+  });
   return app;
 }
 
@@ -29,7 +33,8 @@ export async function startProviderStub(
     await app.listen(config.port, '127.0.0.1');
   } catch (error) {
     await app.close();
-    if ((error as { code?: string }).code !== 'EADDRINUSE' || !(await isProviderStub(url))) throw error;
+    if ((error as { code?: string }).code !== 'EADDRINUSE' || !(await isProviderStub(url)))
+      throw error;
     logger.log(`port ${config.port} already serves a provider stub: using it`);
     return { url };
   }

@@ -34,8 +34,12 @@ const withDefaults = (body: unknown, handler: 'create' | 'raw' = 'create') =>
 
 describe('bodyWithDefaults', () => {
   it('adds the stable defaults of the DTO, so an omitted default and its explicit value are one body', () => {
-    expect(JSON.stringify(withDefaults({ name: 'a' }))).toBe(JSON.stringify(withDefaults({ name: 'a', size: 1, tags: ['new'] })));
-    expect(withDefaults({ name: 'a' })).toEqual(expect.objectContaining({ name: 'a', size: 1, tags: ['new'] }));
+    expect(JSON.stringify(withDefaults({ name: 'a' }))).toBe(
+      JSON.stringify(withDefaults({ name: 'a', size: 1, tags: ['new'] })),
+    );
+    expect(withDefaults({ name: 'a' })).toEqual(
+      expect.objectContaining({ name: 'a', size: 1, tags: ['new'] }),
+    );
   });
 
   it('leaves out defaults that differ between creations, random or time-based', () => {
@@ -60,7 +64,10 @@ describe('bodyWithDefaults', () => {
       }
     }
     const stamped = new StampedController();
-    const hashed = bodyWithDefaults(stamped, stamped.create as never, { name: 'a' }) as Record<string, unknown>;
+    const hashed = bodyWithDefaults(stamped, stamped.create as never, { name: 'a' }) as Record<
+      string,
+      unknown
+    >;
     expect(hashed).not.toHaveProperty('requestedAt');
     expect(hashed).not.toHaveProperty('receivedAtMs');
     expect(hashed).toEqual(expect.objectContaining({ name: 'a', version: 'v1' }));
@@ -80,21 +87,35 @@ describe('bodyWithDefaults', () => {
     const frozen = new FrozenController();
     jest.useFakeTimers();
     try {
-      expect(bodyWithDefaults(frozen, frozen.create as never, {})).toEqual({ at: expect.any(Number) });
+      expect(bodyWithDefaults(frozen, frozen.create as never, {})).toEqual({
+        at: expect.any(Number),
+      });
     } finally {
       jest.useRealTimers();
     }
   });
 
   it('keeps such a field when the client sent it', () => {
-    expect(withDefaults({ name: 'a', nonce: 'n1' })).toEqual(expect.objectContaining({ nonce: 'n1' }));
+    expect(withDefaults({ name: 'a', nonce: 'n1' })).toEqual(
+      expect.objectContaining({ nonce: 'n1' }),
+    );
   });
 
   it('keeps the fingerprint of a DTO route that rows stored by earlier versions hold', () => {
     const fingerprint = (body: unknown) =>
-      requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(body) });
-    expect(fingerprint({ name: 'a' })).toBe('2d3e90f5cf13857c4b15bfaf2c85f3eb389ed533819ed8fce8a3a61fdcd38454');
-    expect(fingerprint({ name: 'a', size: 2, tags: ['x', 'y'], nonce: 'n1' })).toBe('dc073372fd789851ad9dde5cc5f33dd5e1b05c3eeb51b519fdbeef965d7c9ab4');
+      requestFingerprint({
+        method: 'POST',
+        route: '/things',
+        params: {},
+        query: {},
+        body: withDefaults(body),
+      });
+    expect(fingerprint({ name: 'a' })).toBe(
+      '2d3e90f5cf13857c4b15bfaf2c85f3eb389ed533819ed8fce8a3a61fdcd38454',
+    );
+    expect(fingerprint({ name: 'a', size: 2, tags: ['x', 'y'], nonce: 'n1' })).toBe(
+      'dc073372fd789851ad9dde5cc5f33dd5e1b05c3eeb51b519fdbeef965d7c9ab4',
+    );
   });
 
   it('rejects a body nested past MAX_BODY_DEPTH before class-transformer recurses into it', () => {
@@ -109,14 +130,19 @@ describe('bodyWithDefaults', () => {
         thrown = error;
       }
       expect(thrown).toBeInstanceOf(IdempotencyRejection);
-      expect((thrown as IdempotencyRejection).problem).toMatchObject({ type: IdempotencyProblemType.unfingerprintableRequest, status: 400 });
+      expect((thrown as IdempotencyRejection).problem).toMatchObject({
+        type: IdempotencyProblemType.unfingerprintableRequest,
+        status: 400,
+      });
     }
   });
 
   it(`re-creates a DTO body ${MAX_BODY_DEPTH} levels deep`, () => {
     let tags: unknown = 'leaf';
     for (let level = 1; level < MAX_BODY_DEPTH; level++) tags = [tags];
-    expect(withDefaults({ name: 'a', tags })).toEqual(expect.objectContaining({ name: 'a', tags, size: 1 }));
+    expect(withDefaults({ name: 'a', tags })).toEqual(
+      expect.objectContaining({ name: 'a', tags, size: 1 }),
+    );
   });
 
   it('never throws anything but the rejection, whatever JSON a DTO route is sent', () => {
@@ -129,11 +155,20 @@ describe('bodyWithDefaults', () => {
       for (let level = 0; level < depth; level++) value = arrays ? [value] : { a: value };
       return value;
     });
-    const body = fc.dictionary(fc.constantFrom('name', 'size', 'tags', 'nonce', '__proto__', 'constructor', 'other'), fc.oneof(fc.jsonValue(), deep));
+    const body = fc.dictionary(
+      fc.constantFrom('name', 'size', 'tags', 'nonce', '__proto__', 'constructor', 'other'),
+      fc.oneof(fc.jsonValue(), deep),
+    );
     fc.assert(
       fc.property(body, (sent) => {
         try {
-          requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(sent) });
+          requestFingerprint({
+            method: 'POST',
+            route: '/things',
+            params: {},
+            query: {},
+            body: withDefaults(sent),
+          });
         } catch (error) {
           expect(error).toBeInstanceOf(IdempotencyRejection);
         }
@@ -143,12 +178,20 @@ describe('bodyWithDefaults', () => {
 
   it('keeps __proto__ keys, which class-transformer drops, so they count in the fingerprint', () => {
     const fingerprint = (body: unknown) =>
-      requestFingerprint({ method: 'POST', route: '/things', params: {}, query: {}, body: withDefaults(body) });
+      requestFingerprint({
+        method: 'POST',
+        route: '/things',
+        params: {},
+        query: {},
+        body: withDefaults(body),
+      });
     const sent = JSON.parse('{"name":"a","__proto__":{"size":2,"polluted":true}}');
     const nestedProto = JSON.parse('{"name":"a","tags":[{"__proto__":{"polluted":true}}]}');
     expect(Object.keys(withDefaults(sent) as object)).toContain('__proto__');
     expect(fingerprint(sent)).not.toBe(fingerprint({ name: 'a' }));
-    expect(fingerprint(sent)).toBe(fingerprint(JSON.parse('{"__proto__":{"polluted":true,"size":2},"name":"a"}')));
+    expect(fingerprint(sent)).toBe(
+      fingerprint(JSON.parse('{"__proto__":{"polluted":true,"size":2},"name":"a"}')),
+    );
     expect(fingerprint(nestedProto)).not.toBe(fingerprint({ name: 'a', tags: [{}] }));
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(sent)).toBe(Object.prototype);

@@ -47,7 +47,9 @@ function unstableDefaultsOf(type: ClassType): readonly string[] {
   waitForNextMillisecond();
   const second = plainToInstance(type, {}) as Record<string, unknown>;
   const unstable = Object.keys(first).filter(
-    (field) => first[field] instanceof Date || JSON.stringify(first[field]) !== JSON.stringify(second[field]),
+    (field) =>
+      first[field] instanceof Date ||
+      JSON.stringify(first[field]) !== JSON.stringify(second[field]),
   );
   unstableDefaults.set(type, unstable);
   return unstable;

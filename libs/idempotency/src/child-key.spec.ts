@@ -3,19 +3,26 @@ import { childKey } from './child-key';
 
 describe('childKey', () => {
   it('is deterministic: a retried parent derives the same child keys', () => {
-    fc.assert(fc.property(fc.string(), fc.string({ minLength: 1 }), (parent, step) => {
-      expect(childKey(parent, step)).toBe(childKey(parent, step));
-    }));
+    fc.assert(
+      fc.property(fc.string(), fc.string({ minLength: 1 }), (parent, step) => {
+        expect(childKey(parent, step)).toBe(childKey(parent, step));
+      }),
+    );
   });
 
   it('differs between steps and between parents, and never equals the parent', () => {
     fc.assert(
-      fc.property(fc.string(), fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), (parent, a, b) => {
-        fc.pre(a !== b);
-        expect(childKey(parent, a)).not.toBe(childKey(parent, b));
-        expect(childKey(`${parent}x`, a)).not.toBe(childKey(parent, a));
-        expect(childKey(parent, a)).not.toBe(parent);
-      }),
+      fc.property(
+        fc.string(),
+        fc.string({ minLength: 1 }),
+        fc.string({ minLength: 1 }),
+        (parent, a, b) => {
+          fc.pre(a !== b);
+          expect(childKey(parent, a)).not.toBe(childKey(parent, b));
+          expect(childKey(`${parent}x`, a)).not.toBe(childKey(parent, a));
+          expect(childKey(parent, a)).not.toBe(parent);
+        },
+      ),
     );
   });
 

@@ -3,13 +3,18 @@ import { canonicalJson, MAX_BODY_DEPTH, requestFingerprint } from './fingerprint
 import { IdempotencyProblemType, IdempotencyRejection } from './idempotency.errors';
 
 /** JSON text of `value` with its object keys shuffled and random whitespace between tokens. */
-function reformat(value: unknown, shuffle: (keys: string[]) => string[], pad: () => string): string {
+function reformat(
+  value: unknown,
+  shuffle: (keys: string[]) => string[],
+  pad: () => string,
+): string {
   if (Array.isArray(value)) {
     return `[${pad()}${value.map((v) => reformat(v, shuffle, pad)).join(`${pad()},${pad()}`)}${pad()}]`;
   }
   if (value !== null && typeof value === 'object') {
     const entries = shuffle(Object.keys(value)).map(
-      (k) => `${pad()}${JSON.stringify(k)}${pad()}:${pad()}${reformat((value as Record<string, unknown>)[k], shuffle, pad)}`,
+      (k) =>
+        `${pad()}${JSON.stringify(k)}${pad()}:${pad()}${reformat((value as Record<string, unknown>)[k], shuffle, pad)}`,
     );
     return `{${entries.join(',')}${pad()}}`;
   }
@@ -54,7 +59,9 @@ describe('requestFingerprint', () => {
           const key = keys[pick % keys.length];
           fc.pre(canonicalJson(body[key]) !== canonicalJson(replacement));
           const changed = { ...body, [key]: replacement };
-          expect(requestFingerprint({ ...base, body: changed })).not.toBe(requestFingerprint({ ...base, body }));
+          expect(requestFingerprint({ ...base, body: changed })).not.toBe(
+            requestFingerprint({ ...base, body }),
+          );
         },
       ),
     );
@@ -62,12 +69,17 @@ describe('requestFingerprint', () => {
 
   it('changes when a field is added or removed', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string(), jsonValue), fc.string(), jsonValue, (body, key, value) => {
-        fc.pre(!(key in body));
-        expect(requestFingerprint({ ...base, body: { ...body, [key]: value } })).not.toBe(
-          requestFingerprint({ ...base, body }),
-        );
-      }),
+      fc.property(
+        fc.dictionary(fc.string(), jsonValue),
+        fc.string(),
+        jsonValue,
+        (body, key, value) => {
+          fc.pre(!(key in body));
+          expect(requestFingerprint({ ...base, body: { ...body, [key]: value } })).not.toBe(
+            requestFingerprint({ ...base, body }),
+          );
+        },
+      ),
     );
   });
 
@@ -90,7 +102,9 @@ describe('requestFingerprint', () => {
   });
 
   it('gives no body and a null body one hash, and is a SHA-256 hex digest', () => {
-    expect(requestFingerprint({ ...base, body: undefined })).toBe(requestFingerprint({ ...base, body: null }));
+    expect(requestFingerprint({ ...base, body: undefined })).toBe(
+      requestFingerprint({ ...base, body: null }),
+    );
     expect(requestFingerprint({ ...base, body: {} })).toMatch(/^[0-9a-f]{64}$/);
   });
 
@@ -113,55 +127,127 @@ function rejectionOf(run: () => unknown): IdempotencyRejection {
 }
 
 /** `leaf` inside `depth` containers, built without recursion; `kind(i)` picks array or object. */
-function nested(depth: number, leaf: unknown = 1, kind: (level: number) => 'array' | 'object' = () => 'array'): unknown {
+function nested(
+  depth: number,
+  leaf: unknown = 1,
+  kind: (level: number) => 'array' | 'object' = () => 'array',
+): unknown {
   let value = leaf;
-  for (let level = 0; level < depth; level++) value = kind(level) === 'array' ? [value] : { k: value };
+  for (let level = 0; level < depth; level++)
+    value = kind(level) === 'array' ? [value] : { k: value };
   return value;
 }
 
 /** An object whose own keys are `entries`, `__proto__` included, as JSON.parse makes it. */
 function objectOf(entries: [string, unknown][]): Record<string, unknown> {
   const object: Record<string, unknown> = {};
-  for (const [key, value] of entries) Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  for (const [key, value] of entries)
+    Object.defineProperty(object, key, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return object;
 }
 
 /** Objects with an own `__proto__` key, beside other keys that name Object.prototype's members. */
 const protoObject = fc
-  .tuple(jsonValue, fc.uniqueArray(fc.tuple(fc.constantFrom('constructor', 'toString', 'hasOwnProperty', 'a', 'b'), jsonValue), { selector: ([key]) => key }))
+  .tuple(
+    jsonValue,
+    fc.uniqueArray(
+      fc.tuple(fc.constantFrom('constructor', 'toString', 'hasOwnProperty', 'a', 'b'), jsonValue),
+      { selector: ([key]) => key },
+    ),
+  )
   .map(([proto, entries]) => objectOf([['__proto__', proto], ...entries]));
 
 describe('requestFingerprint of stored rows', () => {
   // Rows written by earlier versions hold these hashes: a change here turns their honest
   // retries into 422s. Computed with canonicalize 2.1.0 before the depth bound existed.
   it.each([
-    ['an order', { ...base, body: { customerId: 'cus-1', amountCents: 4999, currency: 'usd' } }, '10c78ad93c8ce2de86b2373c63bf4ac2200475a9fbe4969f8877ea3544beaa07'],
-    ['an order with a reference', { ...base, body: { reference: 'ref-Ω-1', customerId: 'cus-1', amountCents: 1200, currency: 'eur' } }, '3184ed78f3e77b18d32666339642dac6873435b2b0ee7229468ba46da9be7bd9'],
-    ['a null body', { ...base, body: null }, 'cbc7bfc55707f64ce025f42cbc20e75021b5f47e3f224ab4a9a43aeeab3742d8'],
+    [
+      'an order',
+      { ...base, body: { customerId: 'cus-1', amountCents: 4999, currency: 'usd' } },
+      '10c78ad93c8ce2de86b2373c63bf4ac2200475a9fbe4969f8877ea3544beaa07',
+    ],
+    [
+      'an order with a reference',
+      {
+        ...base,
+        body: { reference: 'ref-Ω-1', customerId: 'cus-1', amountCents: 1200, currency: 'eur' },
+      },
+      '3184ed78f3e77b18d32666339642dac6873435b2b0ee7229468ba46da9be7bd9',
+    ],
+    [
+      'a null body',
+      { ...base, body: null },
+      'cbc7bfc55707f64ce025f42cbc20e75021b5f47e3f224ab4a9a43aeeab3742d8',
+    ],
     [
       'numbers, parameters and a query',
-      { ...base, method: 'put', route: '/v1/things/:id', params: { id: '42' }, query: { page: '2', tags: ['a', 'b'] }, body: { n: [0, -0, 1e21, 1e-7, 0.1, -2.5, 9007199254740993, 5e-324] } },
+      {
+        ...base,
+        method: 'put',
+        route: '/v1/things/:id',
+        params: { id: '42' },
+        query: { page: '2', tags: ['a', 'b'] },
+        body: { n: [0, -0, 1e21, 1e-7, 0.1, -2.5, 9007199254740993, 5e-324] },
+      },
       'fc06192992959315a93aa458f46250794e80b97cee9bb6799b012cab12f7414d',
     ],
-    ['strings and key order', { ...base, body: { s: 'é\u2028\u0000"\\\ud83d\ude00', lone: '\ud800', key: { b: 1, a: 2, '': 3, é: 4, Z: 5 } } }, '43526e82e363b700193b3abcbbcbb1e3f9bb3ebadd4e429e82d040f1d03ba7de'],
-    ['nesting and headers', { ...base, body: [[[{ deep: [true, false, null, {}] }]]], headers: { 'x-tenant': 'acme', 'x-absent': undefined } }, '63eb32b4ef78e9b45fd0e57f188434b6a17e5244a510acd284c6d292ab764edc'],
-    ['a __proto__ key', { ...base, body: JSON.parse('{"a":1,"__proto__":{"x":1}}') }, '4dfa7839b96b23a970d4dbe79536f6af131c2882dca458d88bad799cc92e35cd'],
+    [
+      'strings and key order',
+      {
+        ...base,
+        body: {
+          s: 'é\u2028\u0000"\\\ud83d\ude00',
+          lone: '\ud800',
+          key: { b: 1, a: 2, '': 3, é: 4, Z: 5 },
+        },
+      },
+      '43526e82e363b700193b3abcbbcbb1e3f9bb3ebadd4e429e82d040f1d03ba7de',
+    ],
+    [
+      'nesting and headers',
+      {
+        ...base,
+        body: [[[{ deep: [true, false, null, {}] }]]],
+        headers: { 'x-tenant': 'acme', 'x-absent': undefined },
+      },
+      '63eb32b4ef78e9b45fd0e57f188434b6a17e5244a510acd284c6d292ab764edc',
+    ],
+    [
+      'a __proto__ key',
+      { ...base, body: JSON.parse('{"a":1,"__proto__":{"x":1}}') },
+      '4dfa7839b96b23a970d4dbe79536f6af131c2882dca458d88bad799cc92e35cd',
+    ],
   ])('is unchanged for %s', (_case, input, hash) => {
     expect(requestFingerprint(input)).toBe(hash);
   });
 });
 
 describe('requestFingerprint of bodies it cannot fingerprint', () => {
-  const fingerprintOf = (text: string) => () => requestFingerprint({ ...base, body: JSON.parse(text) });
+  const fingerprintOf = (text: string) => () =>
+    requestFingerprint({ ...base, body: JSON.parse(text) });
 
   it.each([
     ['a number that overflows to Infinity', '{"customerId":"c","amountCents":1e400}'],
     ['one that overflows to -Infinity', '{"customerId":"c","amountCents":[1,{"n":-1e400}]}'],
-    ['100,000 nested arrays', `{"customerId":"c","amountCents":${'['.repeat(100_000)}${']'.repeat(100_000)}}`],
-    ['50,000 nested objects', `{"customerId":"c","amountCents":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}`],
+    [
+      '100,000 nested arrays',
+      `{"customerId":"c","amountCents":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+    ],
+    [
+      '50,000 nested objects',
+      `{"customerId":"c","amountCents":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}`,
+    ],
   ])('rejects %s with a 400 problem of its own', (_case, text) => {
     const rejection = rejectionOf(fingerprintOf(text));
-    expect(rejection.problem).toMatchObject({ type: IdempotencyProblemType.unfingerprintableRequest, status: 400 });
+    expect(rejection.problem).toMatchObject({
+      type: IdempotencyProblemType.unfingerprintableRequest,
+      status: 400,
+    });
     expect(rejection.reason).toBe('unfingerprintable_request');
   });
 
@@ -176,13 +262,23 @@ describe('requestFingerprint of bodies it cannot fingerprint', () => {
   });
 
   it(`accepts ${MAX_BODY_DEPTH} levels of nesting and rejects one more, in any mix of arrays and objects`, () => {
-    for (const kind of [() => 'array' as const, () => 'object' as const, (level: number) => (level % 2 ? 'array' : 'object')] as const) {
-      expect(requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH, 'leaf', kind) })).toMatch(/^[0-9a-f]{64}$/);
+    for (const kind of [
+      () => 'array' as const,
+      () => 'object' as const,
+      (level: number) => (level % 2 ? 'array' : 'object'),
+    ] as const) {
+      expect(requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH, 'leaf', kind) })).toMatch(
+        /^[0-9a-f]{64}$/,
+      );
       // An empty container is a level too.
-      expect(requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH - 1, {}, kind) })).toMatch(/^[0-9a-f]{64}$/);
+      expect(requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH - 1, {}, kind) })).toMatch(
+        /^[0-9a-f]{64}$/,
+      );
       rejectionOf(() => requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH, [], kind) }));
       rejectionOf(() => requestFingerprint({ ...base, body: nested(MAX_BODY_DEPTH + 1, 1, kind) }));
-      expect(canonicalJson(nested(MAX_BODY_DEPTH, 1, kind))).toBe(JSON.stringify(nested(MAX_BODY_DEPTH, 1, kind)));
+      expect(canonicalJson(nested(MAX_BODY_DEPTH, 1, kind))).toBe(
+        JSON.stringify(nested(MAX_BODY_DEPTH, 1, kind)),
+      );
       rejectionOf(() => canonicalJson(nested(MAX_BODY_DEPTH + 1, 1, kind)));
     }
     rejectionOf(() => requestFingerprint({ ...base, query: nested(MAX_BODY_DEPTH + 1), body: {} }));
@@ -190,24 +286,46 @@ describe('requestFingerprint of bodies it cannot fingerprint', () => {
 
   it('never throws anything but its own rejection, and rejects exactly the deep and the non-finite', () => {
     // A level's kind is a bit of a random word: cheap enough for 100,000 levels.
-    const kind = fc.nat().map((bits) => (level: number) => ((bits >>> level % 31) & 1 ? ('array' as const) : ('object' as const)));
+    const kind = fc
+      .nat()
+      .map(
+        (bits) => (level: number) =>
+          (bits >>> (level % 31)) & 1 ? ('array' as const) : ('object' as const),
+      );
     const depth = fc.oneof(
       { arbitrary: fc.integer({ min: 0, max: 2 * MAX_BODY_DEPTH }), weight: 9 },
       { arbitrary: fc.constant(100_000), weight: 1 },
     );
     const deep = fc
       .tuple(depth, jsonValue, kind)
-      .map(([depth, leaf, pick]) => ({ body: nested(depth, leaf, pick), depth: depth + depthOf(leaf), finite: true }));
+      .map(([depth, leaf, pick]) => ({
+        body: nested(depth, leaf, pick),
+        depth: depth + depthOf(leaf),
+        finite: true,
+      }));
     const nonFinite = fc
-      .tuple(fc.integer({ min: 0, max: 8 }), fc.constantFrom(NaN, Infinity, -Infinity), jsonValue, kind)
-      .map(([depth, bad, sibling, pick]) => ({ body: { sibling, bad: nested(depth, bad, pick) }, depth: Infinity, finite: false }));
-    const plain = fc.oneof(fc.jsonValue({ stringUnit: 'binary' }), protoObject).map((body) => ({ body, depth: depthOf(body), finite: true }));
+      .tuple(
+        fc.integer({ min: 0, max: 8 }),
+        fc.constantFrom(NaN, Infinity, -Infinity),
+        jsonValue,
+        kind,
+      )
+      .map(([depth, bad, sibling, pick]) => ({
+        body: { sibling, bad: nested(depth, bad, pick) },
+        depth: Infinity,
+        finite: false,
+      }));
+    const plain = fc
+      .oneof(fc.jsonValue({ stringUnit: 'binary' }), protoObject)
+      .map((body) => ({ body, depth: depthOf(body), finite: true }));
     fc.assert(
       fc.property(fc.oneof(plain, deep, nonFinite), ({ body, depth, finite }) => {
         if (finite && depth <= MAX_BODY_DEPTH) {
           expect(requestFingerprint({ ...base, body })).toMatch(/^[0-9a-f]{64}$/);
         } else {
-          expect(rejectionOf(() => requestFingerprint({ ...base, body })).problem.type).toBe(IdempotencyProblemType.unfingerprintableRequest);
+          expect(rejectionOf(() => requestFingerprint({ ...base, body })).problem.type).toBe(
+            IdempotencyProblemType.unfingerprintableRequest,
+          );
         }
       }),
       { numRuns: 300 },
@@ -227,7 +345,9 @@ describe('requestFingerprint of unusual but valid bodies', () => {
 
   it('keeps lone surrogates apart: escaped as \\uXXXX, neither merged nor replaced by U+FFFD', () => {
     expect(canonicalJson({ s: '\ud800' })).toBe('{"s":"\\ud800"}');
-    const hashes = ['\ud800', '\udbff', '\udc00', '\ufffd', '', '\ud800\udc00'].map((s) => hash({ s }));
+    const hashes = ['\ud800', '\udbff', '\udc00', '\ufffd', '', '\ud800\udc00'].map((s) =>
+      hash({ s }),
+    );
     expect(new Set(hashes).size).toBe(hashes.length);
     expect(hash(JSON.parse('{"s":"\\ud800"}'))).toBe(hash({ s: '\ud800' }));
   });
@@ -260,14 +380,18 @@ describe('requestFingerprint of unusual but valid bodies', () => {
         const reordered = JSON.parse(reformat(body, shuffle, () => ''));
         expect(Object.keys(reordered).sort()).toEqual(Object.keys(body).sort());
         expect(hash(reordered)).toBe(hash(body));
-        expect(hash(objectOf(Object.entries(body).filter(([key]) => key !== '__proto__')))).not.toBe(hash(body));
+        expect(
+          hash(objectOf(Object.entries(body).filter(([key]) => key !== '__proto__'))),
+        ).not.toBe(hash(body));
         expect(({} as Record<string, unknown>).polluted).toBeUndefined();
       }),
     );
   });
 
   it('follows toJSON as canonicalize does (a Date of a DTO), and ends on one that returns itself', () => {
-    expect(canonicalJson({ at: new Date(0), n: { toJSON: () => [1] } })).toBe('{"at":"1970-01-01T00:00:00.000Z","n":[1]}');
+    expect(canonicalJson({ at: new Date(0), n: { toJSON: () => [1] } })).toBe(
+      '{"at":"1970-01-01T00:00:00.000Z","n":[1]}',
+    );
     const loop: { toJSON(): unknown } = { toJSON: () => loop };
     rejectionOf(() => canonicalJson({ loop }));
     rejectionOf(() => canonicalJson({ n: { toJSON: () => NaN } }));

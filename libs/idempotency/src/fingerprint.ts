@@ -54,7 +54,11 @@ function visit(value: unknown, level: number, pending: object[], levels: number[
   // canonicalize serialises what toJSON returns (a Date's string): so does this walk. The hops
   // are bounded: a toJSON that returns its own object must not loop for ever.
   let hops = 0;
-  while (typeof value === 'object' && value !== null && (value as { toJSON?: unknown }).toJSON instanceof Function) {
+  while (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { toJSON?: unknown }).toJSON instanceof Function
+  ) {
     if (++hops > MAX_BODY_DEPTH) throw tooDeep();
     value = (value as { toJSON(): unknown }).toJSON();
   }
@@ -62,11 +66,16 @@ function visit(value: unknown, level: number, pending: object[], levels: number[
     pending.push(value);
     levels.push(level);
   } else if (typeof value === 'number' && !Number.isFinite(value)) {
-    throw IdempotencyRejection.unfingerprintableRequest(`holds ${value}, a number JSON cannot represent (a literal out of range, such as 1e400)`);
+    throw IdempotencyRejection.unfingerprintableRequest(
+      `holds ${value}, a number JSON cannot represent (a literal out of range, such as 1e400)`,
+    );
   }
 }
 
-const tooDeep = () => IdempotencyRejection.unfingerprintableRequest(`nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
+const tooDeep = () =>
+  IdempotencyRejection.unfingerprintableRequest(
+    `nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`,
+  );
 
 /**
  * RFC 8785 canonical JSON: sorted keys, canonical numbers, no insignificant whitespace.

@@ -40,10 +40,19 @@ export async function settleHandler(
   } catch (error) {
     if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
     await beforeStoringFailure();
-    return { response: captureFailure(error, options.renderException(error), response, options.storedHeaders), failed: true };
+    return {
+      response: captureFailure(
+        error,
+        options.renderException(error),
+        response,
+        options.storedHeaders,
+      ),
+      failed: true,
+    };
   }
   // A returned result is the handler's success (redirects included): its writes commit with it.
   // Only a returned error status goes through the policy.
-  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode)) throw new UnstoredOutcome(captured);
+  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode))
+    throw new UnstoredOutcome(captured);
   return { response: captured, failed: false };
 }

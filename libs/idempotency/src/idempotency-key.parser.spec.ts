@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { IdempotencyRejection } from './idempotency.errors';
 import { parseIdempotencyKey } from './idempotency-key.parser';
 
-const parse = (raw: string | string[] | undefined) => parseIdempotencyKey(raw, 'Idempotency-Key', 255);
+const parse = (raw: string | string[] | undefined) =>
+  parseIdempotencyKey(raw, 'Idempotency-Key', 255);
 const printable = fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,200}[\x21-\x7e]$/);
 
 /** RFC 8941 serialisation of a string: quotes and backslashes escaped. */
@@ -53,6 +54,8 @@ describe('parseIdempotencyKey', () => {
 
   it('accepts exactly the configured length', () => {
     expect(parse('k'.repeat(255))).toHaveLength(255);
-    expect(() => parseIdempotencyKey('k'.repeat(11), 'Idempotency-Key', 10)).toThrow(IdempotencyRejection);
+    expect(() => parseIdempotencyKey('k'.repeat(11), 'Idempotency-Key', 10)).toThrow(
+      IdempotencyRejection,
+    );
   });
 });

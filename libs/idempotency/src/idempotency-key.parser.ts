@@ -24,7 +24,10 @@ export function parseIdempotencyKey(
   // Node joins a header sent twice into one value, `k1, k1`: in the bare form a comma can only
   // mean that. A key with a comma must be sent quoted.
   if (!value.startsWith('"') && value.includes(',')) {
-    throw IdempotencyRejection.malformedKey(headerName, 'must appear once (a key with a comma must be quoted)');
+    throw IdempotencyRejection.malformedKey(
+      headerName,
+      'must appear once (a key with a comma must be quoted)',
+    );
   }
   const key = value.startsWith('"') ? unquoteStructuredString(value, headerName) : value;
   if (key.length === 0) throw IdempotencyRejection.malformedKey(headerName, 'must not be empty');
@@ -42,7 +45,10 @@ function unquoteStructuredString(value: string, headerName: string): string {
     if (char === '\\') {
       const next = value[++i];
       if (next !== '"' && next !== '\\') {
-        throw IdempotencyRejection.malformedKey(headerName, 'has an invalid escape in its quoted form');
+        throw IdempotencyRejection.malformedKey(
+          headerName,
+          'has an invalid escape in its quoted form',
+        );
       }
       key += next;
     } else if (char === '"') {

@@ -19,11 +19,16 @@ import { inlineParameters, type SqlStatement } from './sql-literals';
 
 const hostileKey = `O'Brien \\ "quoted" $2 ; DROP TABLE idempotency_keys; -- ✓`;
 const id = { tenantId: "tenant'1", scope: 'POST /v1/orders', key: hostileKey };
-const response = { statusCode: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":1}') };
+const response = {
+  statusCode: 201,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from('{"id":1}'),
+};
 const withCode = (code: string) => Object.assign(new Error(code), { code });
 
 /** The highest `$n` in a text: every value must have one, and every placeholder a value. */
-const highestPlaceholder = (text: string) => Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((match) => Number(match[1])));
+const highestPlaceholder = (text: string) =>
+  Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((match) => Number(match[1])));
 
 const keyStatements: [string, SqlStatement][] = [
   ['claim', claimStatement(id, 'hash', 86_400, 1_000)],
@@ -49,14 +54,18 @@ describe('key statements', () => {
 
   it('keeps the text of a statement the same for every key, so it can be prepared once', () => {
     const other = { tenantId: 't', scope: 's', key: 'plain' };
-    expect(claimStatement(other, 'h', 1, 1).text).toBe(claimStatement(id, 'hash', 86_400, 1_000).text);
+    expect(claimStatement(other, 'h', 1, 1).text).toBe(
+      claimStatement(id, 'hash', 86_400, 1_000).text,
+    );
     expect(recordStatement(other, response).text).toBe(recordStatement(id, response).text);
   });
 
   it('inlines a hostile key as one quoted literal when the claim rides along with START TRANSACTION', () => {
     const inlined = inlineParameters(claimStatement(id, 'hash', 86_400, 1_000), escapeLiteral);
     expect(inlined).toContain(`idem_key = ${escapeLiteral(hostileKey)} AND NOT EXISTS`);
-    expect(inlined).toContain(`SELECT 'tenant''1', 'POST /v1/orders', ${escapeLiteral(hostileKey)}, 'hash', 'in_progress'`);
+    expect(inlined).toContain(
+      `SELECT 'tenant''1', 'POST /v1/orders', ${escapeLiteral(hostileKey)}, 'hash', 'in_progress'`,
+    );
   });
 });
 
@@ -67,7 +76,14 @@ describe('claimStatement', () => {
     expect(statement.text).toMatch(/^WITH claim AS \(\s+INSERT INTO idempotency_keys/);
     expect(statement.text).toContain("set_config('lock_timeout', $6, true)");
     expect(statement.text).toContain('ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING');
-    expect(statement.values).toEqual(["tenant'1", 'POST /v1/orders', hostileKey, 'hash', 86_400, '1500ms']);
+    expect(statement.values).toEqual([
+      "tenant'1",
+      'POST /v1/orders',
+      hostileKey,
+      'hash',
+      86_400,
+      '1500ms',
+    ]);
   });
 });
 
@@ -94,12 +110,25 @@ describe('claimResultFrom', () => {
   it('reads the completed row that beat the claim, with its response and time to live', () => {
     expect(claimResultFrom([completedRow])).toEqual({
       claimed: false,
-      existing: { status: 'completed', requestHash: 'hash', expired: false, expiresInMs: 86_399_000, leaseSecondsLeft: undefined, response },
+      existing: {
+        status: 'completed',
+        requestHash: 'hash',
+        expired: false,
+        expiresInMs: 86_399_000,
+        leaseSecondsLeft: undefined,
+        response,
+      },
     });
   });
 
   it('reads a row in progress without a response, with the lease it has left', () => {
-    const inProgress = { ...completedRow, status: 'in_progress', response_code: null, response_body: null, lease_seconds_left: 7 };
+    const inProgress = {
+      ...completedRow,
+      status: 'in_progress',
+      response_code: null,
+      response_body: null,
+      lease_seconds_left: 7,
+    };
     expect(claimResultFrom([inProgress])).toMatchObject({
       claimed: false,
       existing: { status: 'in_progress', leaseSecondsLeft: 7, response: undefined },
@@ -156,11 +185,20 @@ describe('recordStatement and recordFailure', () => {
     expect(statement.text).toMatch(/^WITH recorded AS \(\s+UPDATE idempotency_keys/);
     expect(statement.text).toContain("AND status = 'in_progress'");
     expect(statement.text).toContain('SELECT 1 / count(*) AS recorded FROM recorded');
-    expect(statement.values).toEqual(["tenant'1", 'POST /v1/orders', hostileKey, 201, response.headers, response.body]);
+    expect(statement.values).toEqual([
+      "tenant'1",
+      'POST /v1/orders',
+      hostileKey,
+      201,
+      response.headers,
+      response.body,
+    ]);
   });
 
   it('says a division by zero plainly: the claim vanished', () => {
-    expect(recordFailure(withCode('22012'))).toEqual(new Error('idempotency key vanished before its response was recorded'));
+    expect(recordFailure(withCode('22012'))).toEqual(
+      new Error('idempotency key vanished before its response was recorded'),
+    );
     const other = withCode('57014');
     expect(recordFailure(other)).toBe(other);
   });
@@ -172,8 +210,14 @@ describe('savepoint statements', () => {
       'SET LOCAL lock_timeout TO DEFAULT',
       'SAVEPOINT idempotency_handler',
     ]);
-    expect(SAVEPOINT).toEqual({ text: 'SET LOCAL lock_timeout TO DEFAULT; SAVEPOINT idempotency_handler', values: [] });
-    expect(ROLLBACK_TO_SAVEPOINT).toEqual({ text: 'ROLLBACK TO SAVEPOINT idempotency_handler', values: [] });
+    expect(SAVEPOINT).toEqual({
+      text: 'SET LOCAL lock_timeout TO DEFAULT; SAVEPOINT idempotency_handler',
+      values: [],
+    });
+    expect(ROLLBACK_TO_SAVEPOINT).toEqual({
+      text: 'ROLLBACK TO SAVEPOINT idempotency_handler',
+      values: [],
+    });
   });
 });
 
@@ -183,7 +227,9 @@ describe('purgeExpiredStatement', () => {
     expect(statement.values).toEqual([500]);
     expect(statement.text).toContain('LIMIT $1');
     expect(statement.text).toContain('FOR UPDATE SKIP LOCKED');
-    expect(statement.text).toContain("(status = 'completed' OR locked_until IS NULL OR locked_until <= now())");
+    expect(statement.text).toContain(
+      "(status = 'completed' OR locked_until IS NULL OR locked_until <= now())",
+    );
     expect(statement.text).toMatch(/SELECT count\(\*\)::integer AS removed FROM deleted$/);
   });
 });

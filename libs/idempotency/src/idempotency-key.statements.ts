@@ -1,7 +1,12 @@
 import type { ExistingKey } from './existing-key';
 import type { StoredResponse } from './idempotency.options';
 import type { KeyId } from './key-id';
-import { ClaimConflictError, isLockTimeout, isSerializationFailure, sqlState } from './postgres-errors';
+import {
+  ClaimConflictError,
+  isLockTimeout,
+  isSerializationFailure,
+  sqlState,
+} from './postgres-errors';
 import type { SqlStatement } from './sql-literals';
 
 // The statements about keys, as pure builders: text and values, nothing sent. Who sends them
@@ -60,7 +65,12 @@ const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, r
  * by `set_config(..., true)` in the row source: it runs before the insert looks for a
  * conflict, which saves the separate `SET LOCAL` round trip. Past it: SQLSTATE 55P03.
  */
-export function claimStatement(id: KeyId, requestHash: string, ttlSeconds: number, lockTimeoutMs: number): SqlStatement {
+export function claimStatement(
+  id: KeyId,
+  requestHash: string,
+  ttlSeconds: number,
+  lockTimeoutMs: number,
+): SqlStatement {
   return {
     text: `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
@@ -149,7 +159,9 @@ export function recordStatement(id: KeyId, response: StoredResponse): SqlStateme
 
 /** `recordStatement`'s division by zero is a vanished claim: said plainly. */
 export function recordFailure(error: unknown): unknown {
-  return sqlState(error) === '22012' ? new Error('idempotency key vanished before its response was recorded') : error;
+  return sqlState(error) === '22012'
+    ? new Error('idempotency key vanished before its response was recorded')
+    : error;
 }
 
 /**
@@ -168,7 +180,10 @@ export const SAVEPOINT: SqlStatement = {
   values: [],
 };
 
-export const ROLLBACK_TO_SAVEPOINT: SqlStatement = { text: 'ROLLBACK TO SAVEPOINT idempotency_handler', values: [] };
+export const ROLLBACK_TO_SAVEPOINT: SqlStatement = {
+  text: 'ROLLBACK TO SAVEPOINT idempotency_handler',
+  values: [],
+};
 
 /**
  * One batch of the cleanup (`IdempotencyCleanup`): at most `batchSize` keys past their time to

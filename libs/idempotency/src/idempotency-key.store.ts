@@ -30,7 +30,12 @@ export class IdempotencyKeyStore {
   constructor(private readonly transactions: TransactionHostRef) {}
 
   /** Atomic mode: see `claimStatement`; `existing` is absent when the twin committed meanwhile. */
-  async claim(id: KeyId, requestHash: string, ttlSeconds: number, lockTimeoutMs: number): Promise<ClaimResult> {
+  async claim(
+    id: KeyId,
+    requestHash: string,
+    ttlSeconds: number,
+    lockTimeoutMs: number,
+  ): Promise<ClaimResult> {
     let rows: unknown[];
     try {
       rows = await this.run(claimStatement(id, requestHash, ttlSeconds, lockTimeoutMs));

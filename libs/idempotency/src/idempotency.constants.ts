@@ -3,4 +3,3 @@ export const IDEMPOTENT_ROUTE = Symbol('idempotency:route');
 
 /** Injection token of the options with every default filled in. */
 export const IDEMPOTENCY_OPTIONS = Symbol('idempotency:options');
-

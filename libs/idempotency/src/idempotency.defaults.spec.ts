@@ -1,4 +1,8 @@
-import { defaultShouldStore, principalTenantResolver, resolveOptions } from './idempotency.defaults';
+import {
+  defaultShouldStore,
+  principalTenantResolver,
+  resolveOptions,
+} from './idempotency.defaults';
 
 describe('defaultShouldStore', () => {
   it('stores 2xx and 4xx except 408, 409, 425 and 429; releases the rest', () => {
@@ -22,8 +26,12 @@ describe('principalTenantResolver', () => {
   });
 
   it('fails closed on a principal it cannot scope by, never merging it into a shared scope', () => {
-    expect(() => principalTenantResolver(contextWith({ username: 'ann' }))).toThrow(/tenantResolver/);
-    expect(() => principalTenantResolver(contextWith({ id: { nested: true } }))).toThrow(/tenantResolver/);
+    expect(() => principalTenantResolver(contextWith({ username: 'ann' }))).toThrow(
+      /tenantResolver/,
+    );
+    expect(() => principalTenantResolver(contextWith({ id: { nested: true } }))).toThrow(
+      /tenantResolver/,
+    );
     expect(() => principalTenantResolver(contextWith('ann'))).toThrow(/tenantResolver/);
   });
 });
@@ -33,7 +41,9 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ ttlSeconds: '3600' as never })).toThrow(
       'IdempotencyModule: option ttlSeconds must be a positive integer, got the string "3600" (convert it with Number())',
     );
-    expect(() => resolveOptions({ lockTimeoutMs: -1 })).toThrow('option lockTimeoutMs must be a positive integer, got -1');
+    expect(() => resolveOptions({ lockTimeoutMs: -1 })).toThrow(
+      'option lockTimeoutMs must be a positive integer, got -1',
+    );
     expect(() => resolveOptions({ maxKeyLength: true as never })).toThrow('got boolean true');
   });
 });

@@ -25,7 +25,8 @@ export const principalTenantResolver: TenantResolver = (context: ExecutionContex
   if (typeof user === 'object') {
     for (const field of PRINCIPAL_FIELDS) {
       const value = (user as Record<string, unknown>)[field];
-      if ((typeof value === 'string' && value !== '') || typeof value === 'number') return String(value);
+      if ((typeof value === 'string' && value !== '') || typeof value === 'number')
+        return String(value);
     }
   }
   throw new Error(
@@ -48,7 +49,10 @@ export interface ResolvedReplayCacheOptions {
 }
 
 export type ResolvedIdempotencyOptions = Required<
-  Omit<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup' | 'replayCache'>
+  Omit<
+    IdempotencyModuleOptions,
+    'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup' | 'replayCache'
+  >
 > &
   Pick<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName'> & {
     cleanup: ResolvedCleanupOptions;
@@ -102,7 +106,9 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
 
 function assertPositiveInteger(name: string, value: unknown): void {
   if (!Number.isInteger(value) || (value as number) <= 0) {
-    throw new Error(`IdempotencyModule: option ${name} must be a positive integer, got ${describeValue(value)}`);
+    throw new Error(
+      `IdempotencyModule: option ${name} must be a positive integer, got ${describeValue(value)}`,
+    );
   }
 }
 
@@ -111,7 +117,8 @@ function assertPositiveInteger(name: string, value: unknown): void {
  * (ConfigService.get) is the string '3600', which would otherwise print as if it were 3600.
  */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return `the string ${JSON.stringify(value)} (convert it with Number())`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value)} (convert it with Number())`;
   if (typeof value === 'number') return String(value);
   return value === null ? 'null' : `${typeof value} ${String(value)}`;
 }

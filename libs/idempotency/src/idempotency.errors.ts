@@ -100,7 +100,8 @@ export class IdempotencyRejection extends Error {
         type: IdempotencyProblemType.databaseUnavailable,
         title: 'Database unavailable',
         status: 503,
-        detail: 'The database could not be reached. Retry with the same key after Retry-After seconds.',
+        detail:
+          'The database could not be reached. Retry with the same key after Retry-After seconds.',
       },
       { 'retry-after': String(retryAfterSeconds) },
     );

@@ -14,7 +14,13 @@ import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { keyLabel, requestFingerprint } from './fingerprint';
 import { UnstoredOutcome } from './handler-outcome';
-import { headerValue, type HttpRequestLike, httpRequest, httpResponse, routePattern } from './http-exchange';
+import {
+  headerValue,
+  type HttpRequestLike,
+  httpRequest,
+  httpResponse,
+  routePattern,
+} from './http-exchange';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
@@ -119,15 +125,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
       // The row expires its time to live after the claim, not after this slow or quick answer.
-      const expiresInMs = outcome.kind === 'replayed' ? outcome.expiresInMs : ttlMs - (performance.now() - started);
-      flight?.land({ committed: true, requestHash: request.requestHash, response: outcome.response });
+      const expiresInMs =
+        outcome.kind === 'replayed' ? outcome.expiresInMs : ttlMs - (performance.now() - started);
+      flight?.land({
+        committed: true,
+        requestHash: request.requestHash,
+        response: outcome.response,
+      });
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
         return await this.replay(context, request, outcome.response);
       }
-      if (!joinsTransaction) this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
+      if (!joinsTransaction)
+        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return this.send(context, outcome.response);
     } catch (error) {
@@ -137,8 +149,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return this.reject(context, error);
       }
       if (isDatabaseUnavailable(error)) {
-        this.logger.warn(`key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`);
-        const unavailable = IdempotencyRejection.databaseUnavailable(this.options.retryAfterSeconds);
+        this.logger.warn(
+          `key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`,
+        );
+        const unavailable = IdempotencyRejection.databaseUnavailable(
+          this.options.retryAfterSeconds,
+        );
         report('released', unavailable.status);
         return this.reject(context, unavailable);
       }
@@ -178,7 +194,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     scope: string,
   ): Promise<IdempotentRequest | undefined> {
     const { headerName, maxKeyLength } = this.options;
-    const key = parseIdempotencyKey(request.headers[headerName.toLowerCase()], headerName, maxKeyLength);
+    const key = parseIdempotencyKey(
+      request.headers[headerName.toLowerCase()],
+      headerName,
+      maxKeyLength,
+    );
     if (key === undefined) {
       if (route.required) throw IdempotencyRejection.missingKey(headerName);
       return undefined;
@@ -189,7 +209,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
       route: pattern,
       params: request.params,
       query: request.query,
-      body: bodyWithDefaults(context.getClass().prototype, context.getHandler() as never, request.body),
+      body: bodyWithDefaults(
+        context.getClass().prototype,
+        context.getHandler() as never,
+        request.body,
+      ),
       headers: Object.fromEntries(
         this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
       ),
@@ -198,14 +222,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
       context,
       next,
       route,
-      serializeOptions: this.reflector.getAllAndOverride(CLASS_SERIALIZER_OPTIONS, [context.getHandler(), context.getClass()]),
+      serializeOptions: this.reflector.getAllAndOverride(CLASS_SERIALIZER_OPTIONS, [
+        context.getHandler(),
+        context.getClass(),
+      ]),
       id: { tenantId, scope, key },
       requestHash,
       label: keyLabel(tenantId, scope, key),
     };
   }
 
-  private async replay(context: ExecutionContext, request: IdempotentRequest, stored: StoredResponse): Promise<unknown> {
+  private async replay(
+    context: ExecutionContext,
+    request: IdempotentRequest,
+    stored: StoredResponse,
+  ): Promise<unknown> {
     const headers: Record<string, string> = {};
     if (this.options.markReplays) headers['idempotent-replayed'] = 'true';
     await this.options.onReplay?.({
@@ -229,7 +260,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Sets status and headers through the adapter (Express or Fastify); the router sends the body. */
-  private send(context: ExecutionContext, stored: StoredResponse, extraHeaders: Record<string, string> = {}): unknown {
+  private send(
+    context: ExecutionContext,
+    stored: StoredResponse,
+    extraHeaders: Record<string, string> = {},
+  ): unknown {
     const adapter = this.adapterHost.httpAdapter;
     const response = httpResponse(context);
     adapter.status(response, stored.statusCode);

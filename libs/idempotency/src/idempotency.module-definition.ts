@@ -11,7 +11,10 @@ export type IdempotencyModuleRootOptions = IdempotencyModuleOptions & {
  * What `IdempotencyModule.forRootAsync()` accepts: `imports`, `inject` and one of `useFactory`,
  * `useClass` (a class with `create()`) or `useExisting` producing the options, plus `isGlobal`.
  */
-export type IdempotencyModuleAsyncOptions = ConfigurableModuleAsyncOptions<IdempotencyModuleOptions, 'create'> & {
+export type IdempotencyModuleAsyncOptions = ConfigurableModuleAsyncOptions<
+  IdempotencyModuleOptions,
+  'create'
+> & {
   /** Register the module globally. Default `true`. */
   isGlobal?: boolean;
 };
@@ -23,5 +26,8 @@ export const {
   .setClassMethodName('forRoot')
   // Global by default: `@Idempotent()` resolves its interceptor in whichever module the
   // controller lives, so the interceptor's dependencies must be visible everywhere.
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras({ isGlobal: true }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+  }))
   .build();

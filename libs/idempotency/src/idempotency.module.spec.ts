@@ -10,7 +10,10 @@ describe('IdempotencyModule entry points', () => {
     const definition = IdempotencyModule.forRoot();
     expect(definition.module).toBe(IdempotencyModule);
     expect(definition.global).toBe(true);
-    expect(optionsProvider(definition.providers)).toEqual({ provide: IDEMPOTENCY_MODULE_OPTIONS, useValue: {} });
+    expect(optionsProvider(definition.providers)).toEqual({
+      provide: IDEMPOTENCY_MODULE_OPTIONS,
+      useValue: {},
+    });
   });
 
   it('honours isGlobal: false and keeps it out of the options the providers see', () => {

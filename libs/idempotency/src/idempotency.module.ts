@@ -29,7 +29,11 @@ import {
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    { provide: IDEMPOTENCY_OPTIONS, inject: [IDEMPOTENCY_MODULE_OPTIONS], useFactory: resolveOptions },
+    {
+      provide: IDEMPOTENCY_OPTIONS,
+      inject: [IDEMPOTENCY_MODULE_OPTIONS],
+      useFactory: resolveOptions,
+    },
     TransactionHostRef,
     IdempotencyEvents,
     CompletedResponseCache,
@@ -45,7 +49,19 @@ import {
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
-  exports: [IDEMPOTENCY_OPTIONS, TransactionHostRef, IdempotencyEvents, CompletedResponseCache, InFlightKeys, IdempotencyCleanup, IdempotencyKeyStore, LeaseStore, AtomicRunner, PhasedRunner, IdempotencyInterceptor],
+  exports: [
+    IDEMPOTENCY_OPTIONS,
+    TransactionHostRef,
+    IdempotencyEvents,
+    CompletedResponseCache,
+    InFlightKeys,
+    IdempotencyCleanup,
+    IdempotencyKeyStore,
+    LeaseStore,
+    AtomicRunner,
+    PhasedRunner,
+    IdempotencyInterceptor,
+  ],
 })
 export class IdempotencyModule {
   // The builder makes the options providers; this class only takes them over. Composed rather

@@ -16,7 +16,9 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & C
   for (const name of ['ttlSeconds', 'leaseSeconds'] as const) {
     const value = options[name];
     if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
-      throw new Error(`@Idempotent(): ${name} must be a positive integer, got ${describeValue(value)}`);
+      throw new Error(
+        `@Idempotent(): ${name} must be a positive integer, got ${describeValue(value)}`,
+      );
     }
   }
   return applyDecorators(

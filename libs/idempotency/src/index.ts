@@ -2,7 +2,10 @@ import type { NestInterceptor, Type } from '@nestjs/common';
 import { IdempotencyInterceptor as IdempotencyRequestInterceptor } from './idempotency.interceptor';
 
 export { IdempotencyModule } from './idempotency.module';
-export type { IdempotencyModuleAsyncOptions, IdempotencyModuleRootOptions } from './idempotency.module-definition';
+export type {
+  IdempotencyModuleAsyncOptions,
+  IdempotencyModuleRootOptions,
+} from './idempotency.module-definition';
 export { Idempotent } from './idempotent.decorator';
 
 /**
@@ -28,8 +31,18 @@ export type {
 export { defaultShouldStore, principalTenantResolver } from './idempotency.defaults';
 export { IdempotencyProblemType } from './idempotency.errors';
 export { isDatabaseUnavailable } from './postgres-errors';
-export { PROBLEM_CONTENT_TYPE, problemFromException, renderProblem, type ProblemDetails } from './problem-details';
-export { canonicalJson, MAX_BODY_DEPTH, requestFingerprint, type FingerprintInput } from './fingerprint';
+export {
+  PROBLEM_CONTENT_TYPE,
+  problemFromException,
+  renderProblem,
+  type ProblemDetails,
+} from './problem-details';
+export {
+  canonicalJson,
+  MAX_BODY_DEPTH,
+  requestFingerprint,
+  type FingerprintInput,
+} from './fingerprint';
 export { IdempotencyKeyEntity } from './idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
@@ -60,7 +73,11 @@ export { MessagingCleanup, type CleanupResult } from './messaging/messaging-clea
 export { Inbox, type InboxOutcome } from './inbox/inbox.service';
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions } from './inbox/inbox-handler.options';
-export { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox/inbox.errors';
+export {
+  MessageInFlightError,
+  MissingMessageIdError,
+  UnprocessableMessageError,
+} from './inbox/inbox.errors';
 export { Outbox, type OutboxEvent, type PublishedEvent } from './outbox/outbox.service';
 export { OutboxRelay, type RelayBatchResult } from './outbox/outbox-relay';
 export { derivedMessageId } from './outbox/derived-message-id';
@@ -74,4 +91,7 @@ export {
   type RabbitMqTransportOptions,
 } from './rabbitmq/rabbitmq.transport';
 export { MESSAGE_ID_HEADER } from './rabbitmq/message-id-header';
-export { FixedPatternDeserializer, type FixedPatternEvent } from './rabbitmq/fixed-pattern.deserializer';
+export {
+  FixedPatternDeserializer,
+  type FixedPatternEvent,
+} from './rabbitmq/fixed-pattern.deserializer';

@@ -13,7 +13,10 @@ describe('PeriodicTask with drainInBatches', () => {
       return batches < SAFETY_NET ? 10 : 0;
     };
     const errors: unknown[] = [];
-    const task = new PeriodicTask((signal) => drainInBatches(fullBatch, 10, Number.POSITIVE_INFINITY, signal), (e) => errors.push(e));
+    const task = new PeriodicTask(
+      (signal) => drainInBatches(fullBatch, 10, Number.POSITIVE_INFINITY, signal),
+      (e) => errors.push(e),
+    );
     task.start(5);
     while (batches < 5) await sleep(5);
 
@@ -32,12 +35,18 @@ describe('PeriodicTask with drainInBatches', () => {
   it('drains until a short batch, or maxBatches, or an aborted signal', async () => {
     const counts = [10, 10, 3, 10];
     let next = 0;
-    expect(await drainInBatches(async () => counts[next++], 10)).toEqual({ removed: 23, batches: 3 });
+    expect(await drainInBatches(async () => counts[next++], 10)).toEqual({
+      removed: 23,
+      batches: 3,
+    });
     expect(await drainInBatches(async () => 10, 10, 4)).toEqual({ removed: 40, batches: 4 });
     const aborted = new AbortController();
     aborted.abort();
     let calls = 0;
     const bounded = async () => (++calls < 100 ? 10 : 0); // a regression fails, it does not spin
-    expect(await drainInBatches(bounded, 10, Number.POSITIVE_INFINITY, aborted.signal)).toEqual({ removed: 0, batches: 0 });
+    expect(await drainInBatches(bounded, 10, Number.POSITIVE_INFINITY, aborted.signal)).toEqual({
+      removed: 0,
+      batches: 0,
+    });
   });
 });

@@ -8,15 +8,24 @@ describe('isDatabaseUnavailable', () => {
   it.each([
     ['a refused connection', withCode('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
     ['a reset connection', withCode('ECONNRESET')],
-    ['several addresses refused', Object.assign(new AggregateError([withCode('ECONNREFUSED')]), { code: 'ECONNREFUSED' })],
+    [
+      'several addresses refused',
+      Object.assign(new AggregateError([withCode('ECONNREFUSED')]), { code: 'ECONNREFUSED' }),
+    ],
     ['a connection cut under a query', new Error('Connection terminated unexpectedly')],
     ['a pool that got no connection in time', new Error('timeout exceeded when trying to connect')],
-    ['admin shutdown (57P01)', withCode('57P01', 'terminating connection due to administrator command')],
+    [
+      'admin shutdown (57P01)',
+      withCode('57P01', 'terminating connection due to administrator command'),
+    ],
     ['the server starting up (57P03)', withCode('57P03', 'the database system is starting up')],
     ['too many connections (53300)', withCode('53300')],
     ['a connection exception (class 08)', withCode('08006')],
     ['TypeORM wrapping one', new QueryFailedError('INSERT', [], withCode('57P01'))],
-    ["TypeORM's runner released after its connection failed", new QueryRunnerAlreadyReleasedError()],
+    [
+      "TypeORM's runner released after its connection failed",
+      new QueryRunnerAlreadyReleasedError(),
+    ],
   ])('classifies %s as unavailable', (_name, error) => {
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
@@ -26,9 +35,18 @@ describe('isDatabaseUnavailable', () => {
     ['a lock timeout', withCode('55P03')],
     ['a serialization failure', withCode('40001')],
     ['a syntax error', withCode('42601')],
-    ['a protocol violation (08P01: a bind with too few parameters)', new QueryFailedError('SELECT', [], withCode('08P01'))],
-    ['an HTTP client whose peer refused (fetch)', new TypeError('fetch failed', { cause: withCode('ECONNREFUSED') })],
-    ["the app's 502 over a refused connection", new BadGatewayException('provider down', { cause: withCode('ECONNREFUSED') })],
+    [
+      'a protocol violation (08P01: a bind with too few parameters)',
+      new QueryFailedError('SELECT', [], withCode('08P01')),
+    ],
+    [
+      'an HTTP client whose peer refused (fetch)',
+      new TypeError('fetch failed', { cause: withCode('ECONNREFUSED') }),
+    ],
+    [
+      "the app's 502 over a refused connection",
+      new BadGatewayException('provider down', { cause: withCode('ECONNREFUSED') }),
+    ],
     ['a plain bug', new TypeError('x is not a function')],
     ['not an error', 'ECONNREFUSED'],
     ['null', null],

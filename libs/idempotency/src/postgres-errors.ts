@@ -100,7 +100,11 @@ function unavailable(error: unknown, depth: number): boolean {
     if (code.length === 5 && code.startsWith('08') && code !== PROTOCOL_VIOLATION) return true;
     if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
   }
-  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((known) => message.startsWith(known))) return true;
+  if (
+    typeof message === 'string' &&
+    UNAVAILABLE_MESSAGES.some((known) => message.startsWith(known))
+  )
+    return true;
   if (unavailable(driverError, depth + 1)) return true;
   return Array.isArray(errors) && errors.some((inner) => unavailable(inner, depth + 1));
 }

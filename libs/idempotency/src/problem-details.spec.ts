@@ -1,4 +1,9 @@
-import { BadRequestException, HttpException, NotFoundException, UnprocessableEntityException } from '@nestjs/common';
+import {
+  BadRequestException,
+  HttpException,
+  NotFoundException,
+  UnprocessableEntityException,
+} from '@nestjs/common';
 import { problemFromException } from './problem-details';
 
 describe('problemFromException', () => {

@@ -18,7 +18,11 @@ const resolved = new WeakMap<object, WeakMap<Handler, RouteOptions | null>>();
  * Merges the options field by field: the method's over the class's (the module's fill the rest
  * where they are read). A route without either decorator gives `undefined`.
  */
-export function routeOptions(reflector: Reflector, controller: object, handler: Handler): RouteOptions | undefined {
+export function routeOptions(
+  reflector: Reflector,
+  controller: object,
+  handler: Handler,
+): RouteOptions | undefined {
   let byHandler = resolved.get(controller);
   if (!byHandler) resolved.set(controller, (byHandler = new WeakMap()));
   let options = byHandler.get(handler);

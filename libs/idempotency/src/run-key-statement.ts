@@ -6,7 +6,10 @@ import type { SqlStatement } from './sql-literals';
  * TypeORM keeps the bound parameters on a failed query's error; they hold the raw key, which
  * must never reach a log line, so they are redacted before the error goes on.
  */
-export async function runKeyStatement<T = unknown>(tx: EntityManager, statement: SqlStatement): Promise<T[]> {
+export async function runKeyStatement<T = unknown>(
+  tx: EntityManager,
+  statement: SqlStatement,
+): Promise<T[]> {
   try {
     return await tx.query(statement.text, [...statement.values]);
   } catch (error) {

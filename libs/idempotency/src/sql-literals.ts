@@ -43,7 +43,11 @@ function literal(value: unknown, escape: EscapeLiteral): string {
 }
 
 /** `EXECUTE` of a prepared statement, its parameters as literals. */
-export function executeStatement(preparedName: string, values: readonly unknown[], escape: EscapeLiteral): string {
+export function executeStatement(
+  preparedName: string,
+  values: readonly unknown[],
+  escape: EscapeLiteral,
+): string {
   return values.length === 0
     ? `EXECUTE ${preparedName}`
     : `EXECUTE ${preparedName}(${values.map((value) => literal(value, escape)).join(', ')})`;

@@ -2,8 +2,12 @@ import 'reflect-metadata';
 import { Exclude, instanceToPlain } from 'class-transformer';
 import { captureResponse } from './stored-response';
 
-const response = { statusCode: 201, getHeader: (name: string) => (name === 'location' ? '/things/1' : undefined) };
-const bodyOf = (value: unknown, options = {}) => captureResponse(value, response, ['location'], options).body.toString('utf8');
+const response = {
+  statusCode: 201,
+  getHeader: (name: string) => (name === 'location' ? '/things/1' : undefined),
+};
+const bodyOf = (value: unknown, options = {}) =>
+  captureResponse(value, response, ['location'], options).body.toString('utf8');
 
 class Account {
   id = 'acc-1';
@@ -41,12 +45,17 @@ describe('captureResponse', () => {
   });
 
   it('applies @SerializeOptions() to plain data too', () => {
-    expect(JSON.parse(bodyOf({ id: 'o-1', _internal: true }, { excludePrefixes: ['_'] }))).toEqual({ id: 'o-1' });
+    expect(JSON.parse(bodyOf({ id: 'o-1', _internal: true }, { excludePrefixes: ['_'] }))).toEqual({
+      id: 'o-1',
+    });
   });
 
   it('records the status, the allowlisted headers and a JSON content type', () => {
     const stored = captureResponse({ id: 1 }, response, ['location'], {});
     expect(stored.statusCode).toBe(201);
-    expect(stored.headers).toEqual({ location: '/things/1', 'content-type': 'application/json; charset=utf-8' });
+    expect(stored.headers).toEqual({
+      location: '/things/1',
+      'content-type': 'application/json; charset=utf-8',
+    });
   });
 });

@@ -26,9 +26,15 @@ export function captureResponse(
     headers['content-type'] ??= STRING_CONTENT_TYPE;
   } else if (value !== undefined && value !== null) {
     if (Buffer.isBuffer(value) || value instanceof StreamableFile || isObservable(value)) {
-      throw new TypeError('an @Idempotent() handler must return a JSON-serialisable value or a string');
+      throw new TypeError(
+        'an @Idempotent() handler must return a JSON-serialisable value or a string',
+      );
     }
-    body = JSON.stringify(needsClassTransformer(value, serializeOptions) ? instanceToPlain(value, serializeOptions) : value);
+    body = JSON.stringify(
+      needsClassTransformer(value, serializeOptions)
+        ? instanceToPlain(value, serializeOptions)
+        : value,
+    );
     headers['content-type'] ??= JSON_CONTENT_TYPE;
   }
   return { statusCode: response.statusCode, headers, body: Buffer.from(body, 'utf8') };
@@ -48,7 +54,8 @@ function needsClassTransformer(value: unknown, serializeOptions: ClassTransformO
 const MAX_PLAIN_DEPTH = 32;
 
 function isPlainData(value: unknown, depth: number): boolean {
-  if (value === null || typeof value !== 'object') return typeof value !== 'function' && typeof value !== 'symbol';
+  if (value === null || typeof value !== 'object')
+    return typeof value !== 'function' && typeof value !== 'symbol';
   if (depth > MAX_PLAIN_DEPTH) return false;
   if (Array.isArray(value)) return value.every((item) => isPlainData(item, depth + 1));
   if (value instanceof Date) return true;
@@ -105,12 +112,16 @@ export function wireBody(stored: StoredResponse): unknown {
   return typeof value !== 'string' && JSON.stringify(value) === text ? value : text;
 }
 
-function pickHeaders(response: HttpResponseLike, names: readonly string[]): Record<string, string | string[]> {
+function pickHeaders(
+  response: HttpResponseLike,
+  names: readonly string[],
+): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name of names) {
     const value = response.getHeader(name);
     // Arrays stay arrays: Set-Cookie values must not be joined.
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.map(String) : String(value);
+    if (value !== undefined)
+      headers[name] = Array.isArray(value) ? value.map(String) : String(value);
   }
   return headers;
 }

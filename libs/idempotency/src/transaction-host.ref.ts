@@ -20,7 +20,11 @@ export class TransactionHostRef implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.resolved = lookUpTransactionHost(this.moduleRef, this.options.transactionConnectionName, 'IdempotencyModule');
+    this.resolved = lookUpTransactionHost(
+      this.moduleRef,
+      this.options.transactionConnectionName,
+      'IdempotencyModule',
+    );
   }
 
   get host(): TransactionHost<TransactionalAdapterTypeOrm> {
@@ -45,7 +49,8 @@ export class TransactionHostRef implements OnModuleInit {
     // The batched START and COMMIT inline their values with node-postgres's JavaScript client's
     // escaping; pg-native has none, so it keeps the one-statement-at-a-time path.
     if ((dataSource.options as { native?: boolean }).native) return undefined;
-    const isolationLevel = (dataSource.options as { isolationLevel?: IsolationLevel }).isolationLevel;
+    const isolationLevel = (dataSource.options as { isolationLevel?: IsolationLevel })
+      .isolationLevel;
     return { dataSource, isolationLevel };
   }
 

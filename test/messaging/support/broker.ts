@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type ConfirmChannel, type ChannelModel, connect, type Message, type Options } from 'amqplib';
+import {
+  type ConfirmChannel,
+  type ChannelModel,
+  connect,
+  type Message,
+  type Options,
+} from 'amqplib';
 
 /** The RabbitMQ of this run (globalSetup checked it). */
 export function brokerUrl(): string {
@@ -48,7 +54,10 @@ export class TestBroker {
   }
 
   /** Declares a durable queue (as the demo does) and remembers to delete it. */
-  async queue(name: string, bindings: Array<{ exchange: string; routingKey: string }> = []): Promise<string> {
+  async queue(
+    name: string,
+    bindings: Array<{ exchange: string; routingKey: string }> = [],
+  ): Promise<string> {
     await this.channel.assertQueue(name, { durable: true });
     for (const binding of bindings) {
       await this.channel.assertExchange(binding.exchange, 'topic', { durable: true });
@@ -60,14 +69,25 @@ export class TestBroker {
 
   /** Sends JSON (or raw bytes for a string) straight to a queue and waits for the confirm. */
   async send(queue: string, body: unknown, options: Options.Publish = {}): Promise<void> {
-    this.channel.sendToQueue(queue, encode(body), { persistent: true, contentType: 'application/json', ...options });
+    this.channel.sendToQueue(queue, encode(body), {
+      persistent: true,
+      contentType: 'application/json',
+      ...options,
+    });
     await this.channel.waitForConfirms();
   }
 
   /** Sends many without waiting for each confirm, then waits for all of them. */
-  async sendAll(queue: string, messages: Array<{ body: unknown; options?: Options.Publish }>): Promise<void> {
+  async sendAll(
+    queue: string,
+    messages: Array<{ body: unknown; options?: Options.Publish }>,
+  ): Promise<void> {
     for (const { body, options } of messages) {
-      this.channel.sendToQueue(queue, encode(body), { persistent: true, contentType: 'application/json', ...options });
+      this.channel.sendToQueue(queue, encode(body), {
+        persistent: true,
+        contentType: 'application/json',
+        ...options,
+      });
     }
     await this.channel.waitForConfirms();
   }
@@ -98,7 +118,11 @@ export class TestBroker {
    * Takes the first message of `queue` that matches, acking it; every other message is handed
    * back untouched, so a shared queue (the demo's default dead-letter queue) keeps what is not ours.
    */
-  async take(queue: string, matches: (message: SeenMessage) => boolean, timeoutMs = 15_000): Promise<SeenMessage> {
+  async take(
+    queue: string,
+    matches: (message: SeenMessage) => boolean,
+    timeoutMs = 15_000,
+  ): Promise<SeenMessage> {
     const deadline = Date.now() + timeoutMs;
     const others: Message[] = [];
     try {
@@ -125,22 +149,29 @@ export class TestBroker {
   /** Records every message arriving on `queue` into the returned array, as it arrives. */
   async record(queue: string): Promise<SeenMessage[]> {
     const seen: SeenMessage[] = [];
-    const { consumerTag } = await this.channel.consume(queue, (message) => {
-      if (message) seen.push(toSeen(message));
-    }, { noAck: true });
+    const { consumerTag } = await this.channel.consume(
+      queue,
+      (message) => {
+        if (message) seen.push(toSeen(message));
+      },
+      { noAck: true },
+    );
     this.consumerTags.push(consumerTag);
     return seen;
   }
 
   async close(): Promise<void> {
     for (const tag of this.consumerTags) await this.channel.cancel(tag).catch(() => undefined);
-    for (const queue of this.ownQueues) await this.channel.deleteQueue(queue).catch(() => undefined);
+    for (const queue of this.ownQueues)
+      await this.channel.deleteQueue(queue).catch(() => undefined);
     await this.connection.close().catch(() => undefined);
   }
 }
 
 function encode(body: unknown): Buffer {
-  return Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
+  return Buffer.isBuffer(body)
+    ? body
+    : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
 }
 
 function toSeen(message: Message): SeenMessage {
@@ -164,12 +195,17 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(50);
   }
 }

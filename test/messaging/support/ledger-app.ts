@@ -3,7 +3,13 @@ import { Ctx, EventPattern, Payload, type RmqContext, Transport } from '@nestjs/
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { FixedPatternDeserializer, IdempotencyMessagingModule, InboxHandler, type InboxSettlement, RabbitMqTransport } from 'nestjs-pg-idempotency';
+import {
+  FixedPatternDeserializer,
+  IdempotencyMessagingModule,
+  InboxHandler,
+  type InboxSettlement,
+  RabbitMqTransport,
+} from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
 import { brokerUrl } from './broker';
@@ -20,10 +26,10 @@ class LedgerConsumer {
   @EventPattern(LEDGER_PATTERN)
   @InboxHandler(LEDGER_CONSUMER)
   async apply(@Payload() event: { orderId: string }, @Ctx() context: RmqContext): Promise<void> {
-    await this.txHost.tx.query(`INSERT INTO messaging_test_ledger (message_id, order_id) VALUES ($1, $2)`, [
-      context.getMessage().properties.messageId,
-      event.orderId,
-    ]);
+    await this.txHost.tx.query(
+      `INSERT INTO messaging_test_ledger (message_id, order_id) VALUES ($1, $2)`,
+      [context.getMessage().properties.messageId, event.orderId],
+    );
   }
 }
 
@@ -42,7 +48,10 @@ export async function startLedgerApp(queue: string): Promise<{
     imports: [
       ...libraryInfrastructure(),
       IdempotencyMessagingModule.forRoot({
-        transport: new RabbitMqTransport({ url: brokerUrl(), deadLetterQueues: { [LEDGER_CONSUMER]: `${queue}.dead` } }),
+        transport: new RabbitMqTransport({
+          url: brokerUrl(),
+          deadLetterQueues: { [LEDGER_CONSUMER]: `${queue}.dead` },
+        }),
         inbox: { onSettle: (settlement) => void settlements.push(settlement) },
         outbox: { relay: false },
         cleanup: { intervalSeconds: 0 },

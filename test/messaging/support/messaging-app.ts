@@ -27,19 +27,34 @@ export function startMessagingApp(options: MessagingAppOptions): Promise<AppProc
 }
 
 /** Creates an order through the API and returns its id. */
-export async function createOrder(baseUrl: string, amountCents = 10_000, headers: Record<string, string> = {}): Promise<string> {
-  const response = await postRaw(baseUrl, '/v1/orders', JSON.stringify({ customerId: uniqueCustomer(), amountCents }), {
-    authorization: ACME.authorization,
-    'idempotency-key': uniqueKey(),
-    ...headers,
-  });
-  if (response.status !== 201) throw new Error(`order not created: ${response.status} ${response.text}`);
+export async function createOrder(
+  baseUrl: string,
+  amountCents = 10_000,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const response = await postRaw(
+    baseUrl,
+    '/v1/orders',
+    JSON.stringify({ customerId: uniqueCustomer(), amountCents }),
+    {
+      authorization: ACME.authorization,
+      'idempotency-key': uniqueKey(),
+      ...headers,
+    },
+  );
+  if (response.status !== 201)
+    throw new Error(`order not created: ${response.status} ${response.text}`);
   return JSON.parse(response.text).id as string;
 }
 
 /** The order as `GET /v1/orders/:id` shows it. */
-export async function getOrder(baseUrl: string, id: string): Promise<{ id: string; paidCents: number }> {
-  const response = await fetch(`${baseUrl}/v1/orders/${id}`, { headers: { authorization: ACME.authorization } });
+export async function getOrder(
+  baseUrl: string,
+  id: string,
+): Promise<{ id: string; paidCents: number }> {
+  const response = await fetch(`${baseUrl}/v1/orders/${id}`, {
+    headers: { authorization: ACME.authorization },
+  });
   if (response.status !== 200) throw new Error(`GET order ${id}: ${response.status}`);
   return (await response.json()) as { id: string; paidCents: number };
 }

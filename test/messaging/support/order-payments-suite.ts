@@ -19,7 +19,9 @@ export interface OrderPaymentsSuite {
  * connection for assertions, and the demo consuming that queue as a real process. The returned
  * object is filled in by `beforeAll`.
  */
-export function orderPaymentsSuite(options: Omit<MessagingAppOptions, 'queue'> = {}): OrderPaymentsSuite {
+export function orderPaymentsSuite(
+  options: Omit<MessagingAppOptions, 'queue'> = {},
+): OrderPaymentsSuite {
   const suite = {} as OrderPaymentsSuite;
   beforeAll(async () => {
     suite.broker = await TestBroker.connect();

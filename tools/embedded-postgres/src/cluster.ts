@@ -19,20 +19,32 @@ export async function initialiseCluster(
   await mkdir(dataDir, { recursive: true });
   if (account) await chown(dataDir, account.uid, account.gid);
   // initdb reads the superuser's password from a file: beside the cluster, where its user can read it.
-  const passwordFile = path.join(path.dirname(dataDir), `.pwfile-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const passwordFile = path.join(
+    path.dirname(dataDir),
+    `.pwfile-${process.pid}-${randomBytes(4).toString('hex')}`,
+  );
   await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
   try {
     if (account) await chown(passwordFile, account.uid, account.gid);
     const child = spawn(
       path.join(installDir, 'bin', 'initdb'),
-      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${POSTGRES_USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'],
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        `--username=${POSTGRES_USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+      ],
       processOptions(dataDir, account),
     );
     follow(child, tail);
     const closed = new Promise<void>((resolve, reject) => {
       child.once('error', reject);
       child.once('close', (code, signal) =>
-        code === 0 ? resolve() : reject(new Error(`initdb exited with code ${code ?? '-'}, signal ${signal ?? '-'}`)),
+        code === 0
+          ? resolve()
+          : reject(new Error(`initdb exited with code ${code ?? '-'}, signal ${signal ?? '-'}`)),
       );
     });
     try {
@@ -46,8 +58,18 @@ export async function initialiseCluster(
   }
 }
 
-export async function ensureDatabase(port: number, database: string, log: (line: string) => void): Promise<void> {
-  const client = new Client({ host: HOST, port, user: POSTGRES_USER, password: PASSWORD, database: 'postgres' });
+export async function ensureDatabase(
+  port: number,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const client = new Client({
+    host: HOST,
+    port,
+    user: POSTGRES_USER,
+    password: PASSWORD,
+    database: 'postgres',
+  });
   // A connection dropped by a stopping server must not crash the process.
   client.on('error', () => undefined);
   await client.connect();

@@ -19,4 +19,8 @@
  */
 export { findFreePort } from './free-port';
 export { installedPostgres } from './platform-binaries';
-export { type EmbeddedPostgresHandle, type EmbeddedPostgresOptions, startEmbeddedPostgres } from './start-embedded-postgres';
+export {
+  type EmbeddedPostgresHandle,
+  type EmbeddedPostgresOptions,
+  startEmbeddedPostgres,
+} from './start-embedded-postgres';

@@ -44,7 +44,9 @@ export async function recoverLeftoverPostmaster(
       // Only touch the file when /proc let us see what the process really is.
       const owner = processOwner(pid);
       if (owner !== undefined && owner === ownerOf(dataDir)) {
-        log(`postmaster.pid names pid ${pid}, which is not a postmaster of ${dataDir}; removing the stale pid file`);
+        log(
+          `postmaster.pid names pid ${pid}, which is not a postmaster of ${dataDir}; removing the stale pid file`,
+        );
         await rm(pidFile, { force: true });
       }
       return;
@@ -52,10 +54,14 @@ export async function recoverLeftoverPostmaster(
     const owner = liveNodeParent(pid);
     if (owner !== undefined) {
       // Not a leftover: another demo process (alive) started it. Share it, never kill it.
-      log(`PostgreSQL of ${dataDir} (pid ${pid}) belongs to the running process ${owner}; sharing it`);
+      log(
+        `PostgreSQL of ${dataDir} (pid ${pid}) belongs to the running process ${owner}; sharing it`,
+      );
       return { sharedPid: pid };
     }
-    log(`found a leftover postmaster of ${dataDir} (pid ${pid}, parent ${parentPid(pid) ?? '?'}); stopping it`);
+    log(
+      `found a leftover postmaster of ${dataDir} (pid ${pid}, parent ${parentPid(pid) ?? '?'}); stopping it`,
+    );
     const started = Date.now();
     await terminatePostmaster(pid, dataDir, log);
     log(`leftover postmaster ${pid} stopped in ${Date.now() - started} ms`);
@@ -73,7 +79,9 @@ export async function recoverLeftoverPostmaster(
 /** The port a running postmaster listens on: line 4 of postmaster.pid. */
 export async function postmasterPort(dataDir: string): Promise<number | undefined> {
   try {
-    const port = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[3]);
+    const port = Number(
+      (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[3],
+    );
     return Number.isInteger(port) && port > 0 ? port : undefined;
   } catch {
     return undefined;
@@ -89,7 +97,11 @@ function liveNodeParent(pid: number): number | undefined {
 }
 
 /** SIGINT (fast shutdown), then SIGKILL; resolves once the postmaster and its children are gone. */
-async function terminatePostmaster(pid: number, dataDir: string, log: (line: string) => void): Promise<void> {
+async function terminatePostmaster(
+  pid: number,
+  dataDir: string,
+  log: (line: string) => void,
+): Promise<void> {
   // Never signal anything but a postmaster of this very data directory.
   if (!isPostmasterOf(pid, dataDir)) return;
   signal(pid, 'SIGINT');

@@ -30,7 +30,8 @@ export async function firstBlockingDirectory(
     }
     for (const dir of dirs) {
       const info = await stat(dir);
-      const bit = info.uid === account.uid ? 0o100 : account.groups.includes(info.gid) ? 0o010 : 0o001;
+      const bit =
+        info.uid === account.uid ? 0o100 : account.groups.includes(info.gid) ? 0o010 : 0o001;
       if ((info.mode & bit) === 0) return { dir, mode: info.mode & 0o777 };
     }
   }
@@ -54,13 +55,22 @@ export async function placeForAccount(
   log: (line: string) => void,
 ): Promise<Placement> {
   const blockedData = await firstBlockingDirectory(requested.dataDir, account);
-  const blockedInstall = await firstBlockingDirectory(path.join(requested.installDir, 'bin', 'postgres'), account);
+  const blockedInstall = await firstBlockingDirectory(
+    path.join(requested.installDir, 'bin', 'postgres'),
+    account,
+  );
   if (!blockedData && !blockedInstall) return requested;
 
-  const root = await reachableDirectory(reachableRoot ?? path.join(tmpdir(), 'nestjs-pg-idempotency-postgres'), account);
+  const root = await reachableDirectory(
+    reachableRoot ?? path.join(tmpdir(), 'nestjs-pg-idempotency-postgres'),
+    account,
+  );
   let { dataDir, installDir } = requested;
   if (blockedData) {
-    const id = createHash('sha256').update(realpathOfExisting(requested.dataDir)).digest('hex').slice(0, 12);
+    const id = createHash('sha256')
+      .update(realpathOfExisting(requested.dataDir))
+      .digest('hex')
+      .slice(0, 12);
     dataDir = path.join(root, `${path.basename(requested.dataDir)}-${id}`);
     log(
       `the "${POSTGRES_USER}" user cannot reach ${requested.dataDir} (${blockedData.dir} has mode ` +
@@ -75,7 +85,11 @@ export async function placeForAccount(
  * A copy of the installation under `root`, made once per package version (60 MB, well under a
  * second): into a temporary name first, then renamed, so a concurrent start never runs a half copy.
  */
-async function reachableCopy(installDir: string, root: string, log: (line: string) => void): Promise<string> {
+async function reachableCopy(
+  installDir: string,
+  root: string,
+  log: (line: string) => void,
+): Promise<string> {
   const target = path.join(root, `binaries-${installationVersion(installDir)}`);
   if (existsSync(path.join(target, 'bin', 'postgres'))) return target;
   const started = Date.now();
@@ -89,18 +103,23 @@ async function reachableCopy(installDir: string, root: string, log: (line: strin
   } finally {
     await rm(partial, { recursive: true, force: true });
   }
-  log(`copied the PostgreSQL binaries to ${target} in ${Date.now() - started} ms (the "${POSTGRES_USER}" user cannot reach ${installDir})`);
+  log(
+    `copied the PostgreSQL binaries to ${target} in ${Date.now() - started} ms (the "${POSTGRES_USER}" user cannot reach ${installDir})`,
+  );
   return target;
 }
 
 /** `<package name>-<version>` of the installation's package, or a hash of its path when unknown. */
 function installationVersion(installDir: string): string {
   try {
-    const manifest = JSON.parse(readFileSync(path.join(installDir, '..', 'package.json'), 'utf8')) as {
+    const manifest = JSON.parse(
+      readFileSync(path.join(installDir, '..', 'package.json'), 'utf8'),
+    ) as {
       name?: string;
       version?: string;
     };
-    if (manifest.name && manifest.version) return `${manifest.name.replace(/^@/, '').replace(/\//g, '-')}-${manifest.version}`;
+    if (manifest.name && manifest.version)
+      return `${manifest.name.replace(/^@/, '').replace(/\//g, '-')}-${manifest.version}`;
   } catch {
     // fall through
   }
@@ -139,7 +158,9 @@ function realpathOfExisting(file: string): string {
     return realpathSync(absolute);
   } catch {
     const parent = path.dirname(absolute);
-    return parent === absolute ? absolute : path.join(realpathOfExisting(parent), path.basename(absolute));
+    return parent === absolute
+      ? absolute
+      : path.join(realpathOfExisting(parent), path.basename(absolute));
   }
 }
 

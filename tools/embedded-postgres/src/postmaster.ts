@@ -45,11 +45,16 @@ export function readyOrExited(child: ChildProcess, tail: LogTail): Promise<void>
       if (recent.includes(READY)) resolve();
     });
     child.once('error', reject);
-    child.once('exit', (code, signal) => reject(new Error(`postgres exited (code ${code ?? '-'}, signal ${signal ?? '-'})`)));
+    child.once('exit', (code, signal) =>
+      reject(new Error(`postgres exited (code ${code ?? '-'}, signal ${signal ?? '-'})`)),
+    );
   });
 }
 
-export async function stopPostmaster(child: ChildProcess, log: (line: string) => void): Promise<void> {
+export async function stopPostmaster(
+  child: ChildProcess,
+  log: (line: string) => void,
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) {
     log('PostgreSQL had already stopped');
     return;
@@ -81,16 +86,19 @@ export function stopWithTheProcess(child: ChildProcess, stop: () => Promise<void
     const fallback = () => {
       if (process.listenerCount(signal) > 1) return;
       process.off(signal, fallback);
-      void Promise.all([...running.values()].map((stopOne) => stopOne().catch(() => undefined))).finally(() =>
-        process.kill(process.pid, signal),
-      );
+      void Promise.all(
+        [...running.values()].map((stopOne) => stopOne().catch(() => undefined)),
+      ).finally(() => process.kill(process.pid, signal));
     };
     process.on(signal, fallback);
   }
 }
 
 /** Stops a postmaster we spawned ourselves: no /proc check needed, and right after spawn its cmdline may still be Node's. */
-export async function terminateChild(child: ChildProcess, log: (line: string) => void): Promise<void> {
+export async function terminateChild(
+  child: ChildProcess,
+  log: (line: string) => void,
+): Promise<void> {
   // kill() is a no-op once Node has reaped the child: it cannot hit a reused pid.
   child.kill('SIGINT');
   if (await waitForExit(child, SIGINT_GRACE_MS)) return;
@@ -103,7 +111,8 @@ export async function terminateChild(child: ChildProcess, log: (line: string) =>
 
 /** Resolves true once the child has exited, false after timeoutMs (without keeping the process alive). */
 function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve(true);
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined)
+    return Promise.resolve(true);
   return new Promise<boolean>((resolve) => {
     const onExit = () => {
       clearTimeout(timer);

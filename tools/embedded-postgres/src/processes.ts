@@ -46,7 +46,8 @@ export function isPostmasterOf(pid: number, dataDir: string): boolean {
   }
   const wanted = realpathOr(dataDir);
   for (let i = 0; i < argv.length; i++) {
-    const value = argv[i] === '-D' ? argv[i + 1] : argv[i].startsWith('-D') ? argv[i].slice(2) : undefined;
+    const value =
+      argv[i] === '-D' ? argv[i + 1] : argv[i].startsWith('-D') ? argv[i].slice(2) : undefined;
     if (!value) continue;
     if (!path.isAbsolute(value) && cwd === undefined) continue;
     if (realpathOr(path.resolve(cwd ?? '/', value)) === wanted) return true;
@@ -56,7 +57,9 @@ export function isPostmasterOf(pid: number, dataDir: string): boolean {
 
 export function commandLine(pid: number): string[] | undefined {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((arg) => arg !== '');
   } catch {
     return undefined; // gone, or no /proc (not Linux): then we never signal it
   }
@@ -84,7 +87,9 @@ export function childPids(pid: number): number[] {
   } catch {
     return [];
   }
-  return entries.filter((name) => /^\d+$/.test(name) && parentPid(Number(name)) === pid).map(Number);
+  return entries
+    .filter((name) => /^\d+$/.test(name) && parentPid(Number(name)) === pid)
+    .map(Number);
 }
 
 export function processOwner(pid: number): number | undefined {

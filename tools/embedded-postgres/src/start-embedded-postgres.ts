@@ -12,7 +12,13 @@ import { postmasterPort, recoverLeftoverPostmaster } from './orphan-recovery';
 import { placeForAccount } from './placement';
 import { installedPostgres } from './platform-binaries';
 import { postgresAccount } from './postgres-account';
-import { readyOrExited, spawnPostmaster, stopPostmaster, stopWithTheProcess, terminateChild } from './postmaster';
+import {
+  readyOrExited,
+  spawnPostmaster,
+  stopPostmaster,
+  stopWithTheProcess,
+  terminateChild,
+} from './postmaster';
 import { withTimeout } from './with-timeout';
 
 export interface EmbeddedPostgresOptions {
@@ -48,20 +54,28 @@ export interface EmbeddedPostgresHandle {
   stop(): Promise<void>;
 }
 
-export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
+export async function startEmbeddedPostgres(
+  options: EmbeddedPostgresOptions,
+): Promise<EmbeddedPostgresHandle> {
   const log = options.log ?? ((line: string) => console.log(`[embedded-postgres] ${line}`));
   const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   const { port, database } = options;
-  if (!path.isAbsolute(options.dataDir)) throw new Error(`dataDir must be absolute, got "${options.dataDir}"`);
+  if (!path.isAbsolute(options.dataDir))
+    throw new Error(`dataDir must be absolute, got "${options.dataDir}"`);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`Invalid port ${port}`);
   if (!database) throw new Error('database must not be empty');
   const url = `postgres://${POSTGRES_USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
 
-  const requested = { dataDir: path.resolve(options.dataDir), installDir: options.installDir ?? installedPostgres() };
+  const requested = {
+    dataDir: path.resolve(options.dataDir),
+    installDir: options.installDir ?? installedPostgres(),
+  };
   await mkdir(path.dirname(requested.dataDir), { recursive: true });
   // PostgreSQL refuses to run as root: then it runs as the `postgres` user, from where that user can reach.
   const account = process.getuid?.() === 0 ? await postgresAccount(log) : undefined;
-  const { dataDir, installDir } = account ? await placeForAccount(requested, account, options.reachableDir, log) : requested;
+  const { dataDir, installDir } = account
+    ? await placeForAccount(requested, account, options.reachableDir, log)
+    : requested;
 
   const shared = await recoverLeftoverPostmaster(dataDir, log);
   if (shared) {
@@ -98,14 +112,21 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } catch (error) {
     // A timeout may leave it running: leave nothing behind.
     await terminateChild(child, log).catch((cause: unknown) => log(describe(cause)));
-    throw failure(`PostgreSQL did not start on ${HOST}:${port} (data directory ${dataDir})`, error, tail);
+    throw failure(
+      `PostgreSQL did not start on ${HOST}:${port} (data directory ${dataDir})`,
+      error,
+      tail,
+    );
   }
-  log(`PostgreSQL started in ${Date.now() - startStarted} ms on ${HOST}:${port} (pid ${child.pid ?? '?'})`);
+  log(
+    `PostgreSQL started in ${Date.now() - startStarted} ms on ${HOST}:${port} (pid ${child.pid ?? '?'})`,
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => (stopping ??= stopPostmaster(child, log));
   child.once('exit', (code, signal) => {
-    if (!stopping) log(`PostgreSQL exited unexpectedly (code ${code ?? '-'}, signal ${signal ?? '-'})`);
+    if (!stopping)
+      log(`PostgreSQL exited unexpectedly (code ${code ?? '-'}, signal ${signal ?? '-'})`);
   });
   stopWithTheProcess(child, stop);
 

@@ -15,6 +15,10 @@ import { CountRequestsInterceptor } from './count-requests.interceptor';
   imports: [OrdersModule],
   controllers: [BenchOrdersController, BenchStatsController],
   // The orders controller as a plain provider: the twin calls its handler, not its route.
-  providers: [OrdersController, BenchStatsService, { provide: APP_INTERCEPTOR, useClass: CountRequestsInterceptor }],
+  providers: [
+    OrdersController,
+    BenchStatsService,
+    { provide: APP_INTERCEPTOR, useClass: CountRequestsInterceptor },
+  ],
 })
 export class BenchModule {}

@@ -1,4 +1,9 @@
-import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Injectable,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { finalize, type Observable } from 'rxjs';
 import { OrdersController } from '../orders/orders.controller';
 import { BenchOrdersController } from './bench-orders.controller';

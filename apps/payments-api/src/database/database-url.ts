@@ -13,7 +13,8 @@ export interface ResolvedDatabase {
  * (git-ignored), so `npm start` works on a machine with no database at all.
  */
 export async function resolveDatabase(logger: Logger): Promise<ResolvedDatabase> {
-  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => undefined };
+  if (process.env.DATABASE_URL)
+    return { url: process.env.DATABASE_URL, stop: async () => undefined };
   const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
   const handle = await startEmbeddedPostgres({
     dataDir: resolve(process.env.EMBEDDED_PG_DIR ?? '.data/postgres'),
@@ -21,7 +22,9 @@ export async function resolveDatabase(logger: Logger): Promise<ResolvedDatabase>
     database: 'payments',
     log: (line) => logger.log(line),
   });
-  logger.log(`DATABASE_URL is not set: using an embedded PostgreSQL on port ${port}, data in ${handle.dataDir}`);
+  logger.log(
+    `DATABASE_URL is not set: using an embedded PostgreSQL on port ${port}, data in ${handle.dataDir}`,
+  );
   return handle;
 }
 

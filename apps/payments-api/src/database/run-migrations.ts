@@ -10,7 +10,10 @@ const MIGRATION_LOCK_ID = 7_341_000_001;
  * too, where a session lock and its unlock could land on two sessions and the lock stay held.
  * `schema` is created first when the app keeps its tables in a schema of its own (the stub).
  */
-export async function runMigrations(dataSource: DataSource, options: { schema?: string } = {}): Promise<void> {
+export async function runMigrations(
+  dataSource: DataSource,
+  options: { schema?: string } = {},
+): Promise<void> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {

@@ -13,7 +13,10 @@ export const ORDER_CREATED = 'order.created';
 export class OrderEvents {
   constructor(@Optional() private readonly outbox?: Outbox) {}
 
-  async created(order: Order, headers: Record<string, string> = {}): Promise<PublishedEvent | undefined> {
+  async created(
+    order: Order,
+    headers: Record<string, string> = {},
+  ): Promise<PublishedEvent | undefined> {
     return this.outbox?.publish({
       exchange: PAYMENTS_EXCHANGE,
       routingKey: ORDER_CREATED,

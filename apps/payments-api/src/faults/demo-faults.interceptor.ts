@@ -39,12 +39,16 @@ export class DemoFaultsInterceptor implements NestInterceptor {
     const honoured = this.reflector.get<HandlerFault[]>(HANDLER_FAULTS, context.getHandler()) ?? [];
     return defer(async () => {
       const delay = /^delay=(\d{1,6})$/.exec(fault);
-      if (delay && honoured.includes('delay')) await new Promise((resolve) => setTimeout(resolve, Number(delay[1])));
+      if (delay && honoured.includes('delay'))
+        await new Promise((resolve) => setTimeout(resolve, Number(delay[1])));
       const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
       if (fault === 'fail-transient' && honoured.includes('fail-transient')) {
-        throw new ServiceUnavailableException('Injected transient failure (X-Demo-Fault: fail-transient).');
+        throw new ServiceUnavailableException(
+          'Injected transient failure (X-Demo-Fault: fail-transient).',
+        );
       }
-      if (fault === 'crash-after-commit' && honoured.includes('crash-after-commit')) request[CRASH_AFTER_COMMIT] = true;
+      if (fault === 'crash-after-commit' && honoured.includes('crash-after-commit'))
+        request[CRASH_AFTER_COMMIT] = true;
       return result;
     });
   }

@@ -36,6 +36,10 @@ export class MessageFaults {
   private fault(headers: Readonly<Record<string, unknown>>): string | undefined {
     if (!this.enabled) return undefined;
     const value = headers[FAULT_HEADER];
-    return Buffer.isBuffer(value) ? value.toString('utf8') : typeof value === 'string' ? value : undefined;
+    return Buffer.isBuffer(value)
+      ? value.toString('utf8')
+      : typeof value === 'string'
+        ? value
+        : undefined;
   }
 }

@@ -1,6 +1,16 @@
-import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata, UseInterceptors } from '@nestjs/common';
+import {
+  applyDecorators,
+  createParamDecorator,
+  type ExecutionContext,
+  SetMetadata,
+  UseInterceptors,
+} from '@nestjs/common';
 import { REQUEST_FAULT, type FaultyRequest } from './demo-faults';
-import { DemoFaultsInterceptor, HANDLER_FAULTS, type HandlerFault } from './demo-faults.interceptor';
+import {
+  DemoFaultsInterceptor,
+  HANDLER_FAULTS,
+  type HandlerFault,
+} from './demo-faults.interceptor';
 
 /**
  * The faults a route honours around its handler (`X-Demo-Fault`, with `DEMO_FAULTS=1`). Put it
@@ -8,10 +18,14 @@ import { DemoFaultsInterceptor, HANDLER_FAULTS, type HandlerFault } from './demo
  * idempotency interceptor and runs inside its transaction.
  */
 export function WithDemoFaults(...faults: HandlerFault[]): MethodDecorator {
-  return applyDecorators(SetMetadata(HANDLER_FAULTS, faults), UseInterceptors(DemoFaultsInterceptor));
+  return applyDecorators(
+    SetMetadata(HANDLER_FAULTS, faults),
+    UseInterceptors(DemoFaultsInterceptor),
+  );
 }
 
 /** The request's fault (undefined without one, or with faults off), for faults deep in a service. */
 export const DemoFault = createParamDecorator(
-  (_data: unknown, context: ExecutionContext) => context.switchToHttp().getRequest<FaultyRequest>()[REQUEST_FAULT],
+  (_data: unknown, context: ExecutionContext) =>
+    context.switchToHttp().getRequest<FaultyRequest>()[REQUEST_FAULT],
 );

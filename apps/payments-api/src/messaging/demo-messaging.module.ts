@@ -27,8 +27,16 @@ export class DemoMessagingModule {
             },
             deadLetterQueues: { [ORDER_PAYMENTS_CONSUMER]: deadLetterQueue },
           }),
-          inbox: { maxAttempts: settings.maxAttempts, retryDelayMs: 100, onSettle: faults.onSettle },
-          outbox: { relay: settings.relay, pollIntervalMs: settings.relayPollMs, onPublished: faults.onPublished },
+          inbox: {
+            maxAttempts: settings.maxAttempts,
+            retryDelayMs: 100,
+            onSettle: faults.onSettle,
+          },
+          outbox: {
+            relay: settings.relay,
+            pollIntervalMs: settings.relayPollMs,
+            onPublished: faults.onPublished,
+          },
         }),
       ],
       controllers: [OrderPaymentsConsumer],

@@ -23,7 +23,10 @@ export interface MessagingSettings {
   relayPollMs: number;
 }
 
-export function messagingSettings(amqpUrl: string, overrides: Partial<MessagingSettings> = {}): MessagingSettings {
+export function messagingSettings(
+  amqpUrl: string,
+  overrides: Partial<MessagingSettings> = {},
+): MessagingSettings {
   return {
     amqpUrl,
     orderPaymentsQueue: ORDER_PAYMENTS_QUEUE,
@@ -39,15 +42,19 @@ export function messagingSettings(amqpUrl: string, overrides: Partial<MessagingS
 export function messagingOverridesFromEnv(env: NodeJS.ProcessEnv): Partial<MessagingSettings> {
   const overrides: Partial<MessagingSettings> = {};
   if (env.ORDER_PAYMENTS_QUEUE) overrides.orderPaymentsQueue = env.ORDER_PAYMENTS_QUEUE;
-  if (env.AMQP_PREFETCH) overrides.prefetchCount = positiveInteger('AMQP_PREFETCH', env.AMQP_PREFETCH);
-  if (env.INBOX_MAX_ATTEMPTS) overrides.maxAttempts = positiveInteger('INBOX_MAX_ATTEMPTS', env.INBOX_MAX_ATTEMPTS);
+  if (env.AMQP_PREFETCH)
+    overrides.prefetchCount = positiveInteger('AMQP_PREFETCH', env.AMQP_PREFETCH);
+  if (env.INBOX_MAX_ATTEMPTS)
+    overrides.maxAttempts = positiveInteger('INBOX_MAX_ATTEMPTS', env.INBOX_MAX_ATTEMPTS);
   if (env.OUTBOX_RELAY) overrides.relay = env.OUTBOX_RELAY !== '0';
-  if (env.OUTBOX_POLL_MS) overrides.relayPollMs = positiveInteger('OUTBOX_POLL_MS', env.OUTBOX_POLL_MS);
+  if (env.OUTBOX_POLL_MS)
+    overrides.relayPollMs = positiveInteger('OUTBOX_POLL_MS', env.OUTBOX_POLL_MS);
   return overrides;
 }
 
 function positiveInteger(name: string, value: string): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  if (!Number.isInteger(parsed) || parsed <= 0)
+    throw new Error(`${name} must be a positive integer, got "${value}"`);
   return parsed;
 }

@@ -17,7 +17,12 @@ export function parseOrderPayment(data: unknown): OrderPaymentMessage {
   if (typeof orderId !== 'string' || !UUID.test(orderId)) {
     throw new UnprocessableMessageError('orderId must be a UUID');
   }
-  if (typeof amountCents !== 'number' || !Number.isInteger(amountCents) || amountCents < 1 || amountCents > 100_000_000) {
+  if (
+    typeof amountCents !== 'number' ||
+    !Number.isInteger(amountCents) ||
+    amountCents < 1 ||
+    amountCents > 100_000_000
+  ) {
     throw new UnprocessableMessageError('amountCents must be an integer from 1 to 100000000');
   }
   return { orderId, amountCents };

@@ -58,11 +58,13 @@ export class IdempotencyMetrics {
         return;
       case 'claimed':
         this.claims.inc({ scope, mode: event.mode ?? 'atomic' });
-        if (event.claimMs !== undefined) this.claimSeconds.observe({ scope, mode: event.mode ?? 'atomic' }, event.claimMs / 1000);
+        if (event.claimMs !== undefined)
+          this.claimSeconds.observe({ scope, mode: event.mode ?? 'atomic' }, event.claimMs / 1000);
         return;
       default:
         this.outcomes.inc({ scope, outcome: event.type });
-        if (event.durationMs !== undefined) this.requestSeconds.observe({ scope, outcome: event.type }, event.durationMs / 1000);
+        if (event.durationMs !== undefined)
+          this.requestSeconds.observe({ scope, outcome: event.type }, event.durationMs / 1000);
     }
   };
 }

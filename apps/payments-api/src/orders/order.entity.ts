@@ -31,6 +31,11 @@ export class Order {
   createdAt: Date;
 
   /** Sum of the order-payments messages applied to this order; bigint, read back as a number. */
-  @Column({ name: 'paid_cents', type: 'bigint', default: 0, transformer: { to: (v: number) => v, from: Number } })
+  @Column({
+    name: 'paid_cents',
+    type: 'bigint',
+    default: 0,
+    transformer: { to: (v: number) => v, from: Number },
+  })
   paidCents: number;
 }

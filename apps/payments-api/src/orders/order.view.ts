@@ -28,7 +28,16 @@ export function toOrderView(order: Order): OrderView {
 /** `OrderView` for the OpenAPI document (an interface leaves no trace at run time). */
 export const ORDER_VIEW_SCHEMA = {
   type: 'object',
-  required: ['id', 'customerId', 'amountCents', 'currency', 'reference', 'status', 'createdAt', 'paidCents'],
+  required: [
+    'id',
+    'customerId',
+    'amountCents',
+    'currency',
+    'reference',
+    'status',
+    'createdAt',
+    'paidCents',
+  ],
   properties: {
     id: { type: 'string', format: 'uuid' },
     customerId: { type: 'string' },

@@ -27,7 +27,9 @@ export class OrdersController {
   @ApiCreatedResponse({
     description: 'The order; replays of its key answer these very bytes.',
     schema: ORDER_VIEW_SCHEMA,
-    headers: { Location: { description: 'The order: /v1/orders/{id}', schema: { type: 'string' } } },
+    headers: {
+      Location: { description: 'The order: /v1/orders/{id}', schema: { type: 'string' } },
+    },
   })
   async create(
     @Tenant() tenantId: string,

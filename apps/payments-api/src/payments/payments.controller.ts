@@ -28,7 +28,10 @@ export class PaymentsController {
   }
 
   @Get(':id')
-  get(@Tenant() tenantId: string, @Param('id', new ParseUUIDPipe()) id: string): Promise<PaymentView> {
+  get(
+    @Tenant() tenantId: string,
+    @Param('id', new ParseUUIDPipe()) id: string,
+  ): Promise<PaymentView> {
     return this.payments.get(tenantId, id);
   }
 }

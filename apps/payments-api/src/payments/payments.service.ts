@@ -36,7 +36,9 @@ export class PaymentsService {
     phases: IdempotentPhases,
     faults: PaymentFaults,
   ): Promise<PaymentView> {
-    const { paymentId, currency } = await phases.transaction('created', () => this.createPending(tenantId, dto));
+    const { paymentId, currency } = await phases.transaction('created', () =>
+      this.createPending(tenantId, dto),
+    );
     if (faults.crashBeforeCharge) crashNow();
 
     // Outside any transaction: a database transaction must not wait on another system.
@@ -52,7 +54,10 @@ export class PaymentsService {
 
     if (charge.status === 'declined') {
       await phases.transaction('charge_declined', () => this.setStatus(paymentId, 'declined'));
-      throw new HttpException({ ...charge.problem, type: '/problems/payment_declined', code: 'payment_declined' }, 402);
+      throw new HttpException(
+        { ...charge.problem, type: '/problems/payment_declined', code: 'payment_declined' },
+        402,
+      );
     }
     return phases.transaction('charge_confirmed', () =>
       this.confirm(tenantId, paymentId, dto.orderId, charge.chargeId, currency),
@@ -83,7 +88,13 @@ export class PaymentsService {
       });
     }
     const payment = await this.payments.save(
-      this.payments.create({ tenantId, orderId: order.id, amountCents: dto.amountCents, status: 'pending', providerChargeId: null }),
+      this.payments.create({
+        tenantId,
+        orderId: order.id,
+        amountCents: dto.amountCents,
+        status: 'pending',
+        providerChargeId: null,
+      }),
     );
     return { paymentId: payment.id, currency: order.currency };
   }
@@ -100,10 +111,18 @@ export class PaymentsService {
     chargeId: string,
     currency: string,
   ): Promise<PaymentView> {
-    await this.payments.update({ id: paymentId }, { status: 'captured', providerChargeId: chargeId });
+    await this.payments.update(
+      { id: paymentId },
+      { status: 'captured', providerChargeId: chargeId },
+    );
     await this.orders.update({ tenantId, id: orderId }, { status: 'paid' });
     const payment = await this.payments.findOneByOrFail({ id: paymentId });
-    await this.paymentEvents.captured({ paymentId, orderId, amountCents: payment.amountCents, currency });
+    await this.paymentEvents.captured({
+      paymentId,
+      orderId,
+      amountCents: payment.amountCents,
+      currency,
+    });
     return toPaymentView(payment);
   }
 }

@@ -1,4 +1,9 @@
-import { GatewayTimeoutException, Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
+import {
+  GatewayTimeoutException,
+  Inject,
+  Injectable,
+  ServiceUnavailableException,
+} from '@nestjs/common';
 import type { IdempotentPhases } from 'nestjs-pg-idempotency';
 import { APP_CONFIG, type AppConfig } from '../app.config';
 
@@ -29,14 +34,20 @@ export class ProviderClient {
    * POST /charges under `childKey(key, 'charge-card')`: a retried payment sends the same key, so
    * the provider replays its first answer instead of charging again.
    */
-  async charge(phases: IdempotentPhases, charge: ChargeRequest, options: { loseAnswer: boolean }): Promise<ChargeOutcome> {
+  async charge(
+    phases: IdempotentPhases,
+    charge: ChargeRequest,
+    options: { loseAnswer: boolean },
+  ): Promise<ChargeOutcome> {
     let response: Response;
     try {
       response = await phases.fetch(CHARGE_STEP, `${this.config.providerUrl}/charges`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          ...(options.loseAnswer ? { 'x-provider-fault': `slow-answer=${FAULT_SLOW_ANSWER_MS}` } : {}),
+          ...(options.loseAnswer
+            ? { 'x-provider-fault': `slow-answer=${FAULT_SLOW_ANSWER_MS}` }
+            : {}),
         },
         body: JSON.stringify(charge),
         timeoutMs: options.loseAnswer ? FAULT_TIMEOUT_MS : this.config.providerTimeoutMs,
@@ -45,14 +56,20 @@ export class ProviderClient {
       // Timed out or unreachable: the charge may or may not exist. Transient: the retry asks
       // again under the same key and learns which.
       if ((error as Error).name === 'TimeoutError') {
-        throw new GatewayTimeoutException('The card processor did not answer in time. Retry with the same key.');
+        throw new GatewayTimeoutException(
+          'The card processor did not answer in time. Retry with the same key.',
+        );
       }
-      throw new ServiceUnavailableException('The card processor is unreachable. Retry with the same key.');
+      throw new ServiceUnavailableException(
+        'The card processor is unreachable. Retry with the same key.',
+      );
     }
     const body = (await response.json()) as Record<string, unknown>;
     if (response.status === 201) return { status: 'succeeded', chargeId: String(body.id) };
     if (response.status === 402) return { status: 'declined', problem: body };
     // 409 (our earlier attempt still running there), 5xx: transient, retry later.
-    throw new ServiceUnavailableException(`The card processor answered ${response.status}. Retry with the same key.`);
+    throw new ServiceUnavailableException(
+      `The card processor answered ${response.status}. Retry with the same key.`,
+    );
   }
 }

@@ -34,7 +34,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const adapter = this.adapterHost.httpAdapter;
     const response = host.switchToHttp().getResponse();
     adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
-    if (problem.type === IdempotencyProblemType.databaseUnavailable) adapter.setHeader(response, 'Retry-After', DATABASE_RETRY_AFTER_SECONDS);
+    if (problem.type === IdempotencyProblemType.databaseUnavailable)
+      adapter.setHeader(response, 'Retry-After', DATABASE_RETRY_AFTER_SECONDS);
     adapter.reply(response, JSON.stringify(problem), problem.status);
   }
 
@@ -79,8 +80,14 @@ export class ProblemDetailsFilter implements ExceptionFilter {
 function bodyParserErrorStatus(exception: unknown): number | undefined {
   if (typeof exception !== 'object' || exception === null) return undefined;
   const { type, status, code, statusCode } = exception as Record<string, unknown>;
-  if (typeof type === 'string' && type.startsWith('entity.') && typeof status === 'number') return status;
-  if (typeof code === 'string' && code.startsWith('FST_ERR_CTP') && typeof statusCode === 'number') return statusCode;
-  if (code === 'FST_ERR_BAD_STATUS_CODE' || (exception instanceof SyntaxError && statusCode === 400)) return 400;
+  if (typeof type === 'string' && type.startsWith('entity.') && typeof status === 'number')
+    return status;
+  if (typeof code === 'string' && code.startsWith('FST_ERR_CTP') && typeof statusCode === 'number')
+    return statusCode;
+  if (
+    code === 'FST_ERR_BAD_STATUS_CODE' ||
+    (exception instanceof SyntaxError && statusCode === 400)
+  )
+    return 400;
   return undefined;
 }

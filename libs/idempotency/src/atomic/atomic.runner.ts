@@ -61,7 +61,9 @@ export class AtomicRunner implements IdempotentRunner {
       return await this.inTransaction(request);
     } catch (error) {
       if (error instanceof ClaimConflictError) {
-        this.logger.debug(`key ${label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`);
+        this.logger.debug(
+          `key ${label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
+        );
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
       }
       if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
@@ -78,13 +80,19 @@ export class AtomicRunner implements IdempotentRunner {
     if (!own) {
       return this.transactions.host.withTransaction(() =>
         this.execute(request, claimStarted, {
-          firstClaim: () => this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
+          firstClaim: () =>
+            this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
           savepointTaken: false,
           record: (response) => this.store.record(id, response),
         }),
       );
     }
-    const claim = claimStatement(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
+    const claim = claimStatement(
+      id,
+      requestHash,
+      this.ttlSeconds(request),
+      this.options.lockTimeoutMs,
+    );
     return BatchedTransaction.run(
       own.dataSource,
       {
@@ -98,21 +106,33 @@ export class AtomicRunner implements IdempotentRunner {
           this.execute(request, claimStarted, {
             firstClaim: async () => claimResultFrom(claimRows ?? []),
             savepointTaken: true,
-            record: async (response) => transaction.commitWith([recordStatement(id, response)], recordFailure),
+            record: async (response) =>
+              transaction.commitWith([recordStatement(id, response)], recordFailure),
           }),
         ),
     );
   }
 
-  private async execute(request: IdempotentRequest, claimStarted: number, transaction: ClaimedTransaction): Promise<Outcome> {
+  private async execute(
+    request: IdempotentRequest,
+    claimStarted: number,
+    transaction: ClaimedTransaction,
+  ): Promise<Outcome> {
     const { id, label } = request;
     const claim = await this.claim(request, transaction);
     if ('response' in claim) return { kind: 'replayed', ...claim };
     // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
     bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
-    this.events.emit({ type: 'claimed', scope: id.scope, mode: 'atomic', claimMs: performance.now() - claimStarted });
+    this.events.emit({
+      type: 'claimed',
+      scope: id.scope,
+      mode: 'atomic',
+      claimMs: performance.now() - claimStarted,
+    });
     if (!claim.savepointTaken) await this.store.savepoint();
-    const { response, failed } = await settleHandler(request, this.options, () => this.store.rollbackToSavepoint());
+    const { response, failed } = await settleHandler(request, this.options, () =>
+      this.store.rollbackToSavepoint(),
+    );
     await transaction.record(response);
     this.logger.debug(`key ${label} completed with ${response.statusCode}`);
     return { kind: 'executed', response, failed };
@@ -126,16 +146,29 @@ export class AtomicRunner implements IdempotentRunner {
     const { id, requestHash } = request;
     let result = await transaction.firstClaim();
     for (let attempt = 0; ; attempt++) {
-      if (result.claimed) return { generation: result.generation, savepointTaken: attempt === 0 && transaction.savepointTaken };
+      if (result.claimed)
+        return {
+          generation: result.generation,
+          savepointTaken: attempt === 0 && transaction.savepointTaken,
+        };
       // The twin committed while this claim waited on it: read it with a fresh snapshot.
       const existing = result.existing ?? (await this.store.read(id));
       if (existing) {
-        const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
+        const resolution = resolveExistingKey(
+          existing,
+          requestHash,
+          this.options.retryAfterSeconds,
+        );
         if (resolution !== 'expired') return resolution;
         await this.store.deleteExpired(id);
       } // else: deleted in between (expiry cleanup): claim again
       if (attempt === 1) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
-      result = await this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs);
+      result = await this.store.claim(
+        id,
+        requestHash,
+        this.ttlSeconds(request),
+        this.options.lockTimeoutMs,
+      );
     }
   }
 

@@ -18,7 +18,8 @@ interface PostgresResult {
 // Debug only: behind a pooler in transaction mode this line comes with most requests.
 const logger = new Logger('Idempotency');
 
-export type IsolationLevel = 'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+export type IsolationLevel =
+  'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
 const ISOLATION_LEVELS: ReadonlySet<string> = new Set<IsolationLevel>([
   'READ UNCOMMITTED',
@@ -89,14 +90,18 @@ export class BatchedTransaction {
     const transaction = new BatchedTransaction(queryRunner, isolationLevel, start.prepared);
     try {
       transaction.intercept((await queryRunner.connect()) as PostgresClient);
-      transaction.afterStart = { statements: start.afterStart, failure: start.startFailure ?? ((error) => error) };
+      transaction.afterStart = {
+        statements: start.afterStart,
+        failure: start.startFailure ?? ((error) => error),
+      };
       await queryRunner.startTransaction(isolationLevel);
       const result = await work(transaction, transaction.started);
       await queryRunner.commitTransaction();
       return result;
     } catch (error) {
       // Also after a failed START batch or COMMIT batch: the transaction is open but aborted.
-      if (queryRunner.isTransactionActive) await queryRunner.rollbackTransaction().catch(() => undefined);
+      if (queryRunner.isTransactionActive)
+        await queryRunner.rollbackTransaction().catch(() => undefined);
       throw error;
     } finally {
       await queryRunner.release();
@@ -107,7 +112,10 @@ export class BatchedTransaction {
    * Statements to run just before COMMIT, in its round trip; they must succeed for it to
    * commit. `failure` says what their error means to the caller.
    */
-  commitWith(statements: readonly SqlStatement[], failure: (error: unknown) => unknown = (error) => error): void {
+  commitWith(
+    statements: readonly SqlStatement[],
+    failure: (error: unknown) => unknown = (error) => error,
+  ): void {
     this.beforeCommit = { statements, failure };
   }
 
@@ -128,7 +136,8 @@ export class BatchedTransaction {
         const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
         this.afterStart = undefined;
         this.isolationLevelSent = level !== '';
-        const send = () => this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
+        const send = () =>
+          this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
         const results = await send()
           .catch(async (error: unknown) => {
             if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
@@ -146,7 +155,9 @@ export class BatchedTransaction {
             throw failure(error);
           });
         // START TRANSACTION's own result, and each PREPARE's, carry no rows.
-        this.started.push(...rowsOf(results).filter((rows): rows is unknown[] => rows !== undefined));
+        this.started.push(
+          ...rowsOf(results).filter((rows): rows is unknown[] => rows !== undefined),
+        );
         return [];
       }
       // Already part of START TRANSACTION: after the claim, PostgreSQL would refuse it.
@@ -157,12 +168,14 @@ export class BatchedTransaction {
       if (text === 'COMMIT' && this.beforeCommit !== undefined) {
         const { statements, failure } = this.beforeCommit;
         this.beforeCommit = undefined;
-        await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch((error: unknown) => {
-          // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
-          // fails, the next one on this connection prepares them again.
-          if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
-          throw failure(error);
-        });
+        await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch(
+          (error: unknown) => {
+            // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
+            // fails, the next one on this connection prepares them again.
+            if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
+            throw failure(error);
+          },
+        );
         return [];
       }
       return original(text, parameters, structured);
@@ -180,7 +193,10 @@ export class BatchedTransaction {
   }
 
   /** Sends one batch; tells `prepared` whether the PREPAREs rendered into it ran. */
-  private async sendBatch(client: PostgresClient, text: string): Promise<PostgresResult | PostgresResult[]> {
+  private async sendBatch(
+    client: PostgresClient,
+    text: string,
+  ): Promise<PostgresResult | PostgresResult[]> {
     try {
       const results = await client.query(text);
       this.prepared?.settle(client, true);
@@ -196,7 +212,9 @@ export class BatchedTransaction {
     const escape: EscapeLiteral = (value) => client.escapeLiteral(value);
     return statements
       .map((statement) =>
-        this.prepared ? this.prepared.render(client, statement, escape) : inlineParameters(statement, escape),
+        this.prepared
+          ? this.prepared.render(client, statement, escape)
+          : inlineParameters(statement, escape),
       )
       .join(';\n');
   }
@@ -204,5 +222,7 @@ export class BatchedTransaction {
 
 /** The rows of each statement that returns rows (SELECT, EXECUTE of one); undefined for the rest. */
 function rowsOf(result: PostgresResult | PostgresResult[]): (unknown[] | undefined)[] {
-  return (Array.isArray(result) ? result : [result]).map((each) => (each.command === 'SELECT' ? each.rows : undefined));
+  return (Array.isArray(result) ? result : [result]).map((each) =>
+    each.command === 'SELECT' ? each.rows : undefined,
+  );
 }

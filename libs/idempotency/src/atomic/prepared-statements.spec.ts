@@ -7,9 +7,13 @@ describe('PreparedStatements', () => {
   it('prepares a named statement once per connection, then executes it', () => {
     const prepared = new PreparedStatements();
     const connection = {};
-    expect(prepared.render(connection, claim, escape)).toMatch(/^PREPARE idempotency_claim_[0-9a-f]{8} AS SELECT \$1::text;\nEXECUTE/);
+    expect(prepared.render(connection, claim, escape)).toMatch(
+      /^PREPARE idempotency_claim_[0-9a-f]{8} AS SELECT \$1::text;\nEXECUTE/,
+    );
     prepared.settle(connection, true);
-    expect(prepared.render(connection, claim, escape)).toMatch(/^EXECUTE idempotency_claim_[0-9a-f]{8}\('k'\)$/);
+    expect(prepared.render(connection, claim, escape)).toMatch(
+      /^EXECUTE idempotency_claim_[0-9a-f]{8}\('k'\)$/,
+    );
   });
 
   it('prepares again on a connection whose statements vanished', () => {

@@ -1,5 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { type EscapeLiteral, executeStatement, inlineParameters, type SqlStatement } from '../sql-literals';
+import {
+  type EscapeLiteral,
+  executeStatement,
+  inlineParameters,
+  type SqlStatement,
+} from '../sql-literals';
 
 /**
  * Which of the library's named statements each connection has prepared (SQL `PREPARE` lasts

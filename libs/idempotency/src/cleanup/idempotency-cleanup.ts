@@ -34,7 +34,9 @@ export class IdempotencyCleanup {
    * fewer, `maxBatches` ran (default: no limit) or `signal` aborts (the scheduler aborts it when
    * the app shuts down, so a backlog never holds up shutdown).
    */
-  async purgeExpired(limits: { batchSize?: number; maxBatches?: number; signal?: AbortSignal } = {}): Promise<CleanupReport> {
+  async purgeExpired(
+    limits: { batchSize?: number; maxBatches?: number; signal?: AbortSignal } = {},
+  ): Promise<CleanupReport> {
     const batchSize = limits.batchSize ?? this.options.cleanup.batchSize;
     const maxBatches = limits.maxBatches ?? Number.POSITIVE_INFINITY;
     const started = performance.now();
@@ -49,7 +51,8 @@ export class IdempotencyCleanup {
       limits.signal,
     );
     const report = { removed, batches, durationMs: Math.round(performance.now() - started) };
-    if (removed > 0) this.logger.log(`cleanup removed ${removed} expired keys in ${batches} batches`);
+    if (removed > 0)
+      this.logger.log(`cleanup removed ${removed} expired keys in ${batches} batches`);
     return report;
   }
 

@@ -13,7 +13,11 @@ import type { ResolvedMessagingOptions } from '../messaging/messaging.defaults';
 import type { InboxSettlement } from '../messaging/messaging.options';
 import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-transport';
 import type { InboxHandlerMetadata } from './inbox-handler.options';
-import { MessageInFlightError, MissingMessageIdError, UnprocessableMessageError } from './inbox.errors';
+import {
+  MessageInFlightError,
+  MissingMessageIdError,
+  UnprocessableMessageError,
+} from './inbox.errors';
 import { Inbox } from './inbox.service';
 
 /**
@@ -32,12 +36,19 @@ export class InboxInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const handler = this.reflector.get<InboxHandlerMetadata | undefined>(INBOX_HANDLER, context.getHandler());
+    const handler = this.reflector.get<InboxHandlerMetadata | undefined>(
+      INBOX_HANDLER,
+      context.getHandler(),
+    );
     if (!handler) return next.handle();
     return defer(() => this.handle(context, next, handler));
   }
 
-  private async handle(context: ExecutionContext, next: CallHandler, handler: InboxHandlerMetadata): Promise<undefined> {
+  private async handle(
+    context: ExecutionContext,
+    next: CallHandler,
+    handler: InboxHandlerMetadata,
+  ): Promise<undefined> {
     const { consumer } = handler;
     const delivery = this.options.transport?.delivery?.(context, consumer);
     if (!delivery) {
@@ -56,27 +67,49 @@ export class InboxInterceptor implements NestInterceptor {
       await this.settleFailure(delivery, handler, error);
       return undefined;
     }
-    if (status === 'duplicate') this.logger.debug(`${consumer}: ${delivery.messageId} already processed, skipped`);
-    await this.report({ consumer, messageId: delivery.messageId, status, headers: delivery.headers });
+    if (status === 'duplicate')
+      this.logger.debug(`${consumer}: ${delivery.messageId} already processed, skipped`);
+    await this.report({
+      consumer,
+      messageId: delivery.messageId,
+      status,
+      headers: delivery.headers,
+    });
     // A crash or a lost channel before this line leaves the message unacked: the broker delivers
     // it again and the claim above turns that delivery into a duplicate.
     await this.tell('ack', consumer, () => delivery.ack());
     return undefined;
   }
 
-  private async settleFailure(delivery: InboxDelivery, handler: InboxHandlerMetadata, error: unknown): Promise<void> {
+  private async settleFailure(
+    delivery: InboxDelivery,
+    handler: InboxHandlerMetadata,
+    error: unknown,
+  ): Promise<void> {
     const { consumer } = handler;
     const { messageId, headers } = delivery;
     if (error instanceof MissingMessageIdError) {
-      return this.deadLetter(delivery, { code: 'missing-message-id', consumer, detail: error.message, attempts: 0 });
+      return this.deadLetter(delivery, {
+        code: 'missing-message-id',
+        consumer,
+        detail: error.message,
+        attempts: 0,
+      });
     }
     if (error instanceof UnprocessableMessageError) {
-      return this.deadLetter(delivery, { code: 'unprocessable', consumer, detail: error.message, attempts: 0 });
+      return this.deadLetter(delivery, {
+        code: 'unprocessable',
+        consumer,
+        detail: error.message,
+        attempts: 0,
+      });
     }
     if (error instanceof MessageInFlightError) {
       // A twin holds the claim: not this message's failure, so no attempt is counted (a
       // redelivery racing a slow handler must not end on the dead-letter queue).
-      this.logger.warn(`${consumer}: ${messageId} is being processed by another delivery; retrying later`);
+      this.logger.warn(
+        `${consumer}: ${messageId} is being processed by another delivery; retrying later`,
+      );
       await sleep(this.options.inbox.retryDelayMs);
       await this.report({ consumer, messageId, status: 'retried', headers });
       return this.tell('retry', consumer, () => delivery.retry());
@@ -86,7 +119,9 @@ export class InboxInterceptor implements NestInterceptor {
       attempts = await this.inbox.recordFailure(consumer, messageId as string, error);
     } catch (countError) {
       // Cannot count (the database is down, most likely): retrying is the only safe move.
-      this.logger.error(`${consumer}: ${messageId} failed and its attempt could not be counted: ${describe(countError)}`);
+      this.logger.error(
+        `${consumer}: ${messageId} failed and its attempt could not be counted: ${describe(countError)}`,
+      );
       await this.report({ consumer, messageId, status: 'retried', headers });
       return this.tell('retry', consumer, () => delivery.retry());
     }
@@ -99,14 +134,18 @@ export class InboxInterceptor implements NestInterceptor {
         attempts,
       });
     }
-    this.logger.warn(`${consumer}: ${messageId} failed (attempt ${attempts} of ${maxAttempts}), retrying: ${describe(error)}`);
+    this.logger.warn(
+      `${consumer}: ${messageId} failed (attempt ${attempts} of ${maxAttempts}), retrying: ${describe(error)}`,
+    );
     await sleep(Math.min(this.options.inbox.retryDelayMs * attempts, 10_000));
     await this.report({ consumer, messageId, status: 'retried', headers, attempts });
     await this.tell('retry', consumer, () => delivery.retry());
   }
 
   private async deadLetter(delivery: InboxDelivery, reason: DeadLetterReason): Promise<void> {
-    this.logger.warn(`${reason.consumer}: dead-lettering ${delivery.messageId ?? '(no id)'} (${reason.code}): ${reason.detail}`);
+    this.logger.warn(
+      `${reason.consumer}: dead-lettering ${delivery.messageId ?? '(no id)'} (${reason.code}): ${reason.detail}`,
+    );
     await this.report({
       consumer: reason.consumer,
       messageId: delivery.messageId,
@@ -118,7 +157,9 @@ export class InboxInterceptor implements NestInterceptor {
       await delivery.deadLetter(reason);
     } catch (error) {
       // The copy did not reach the dead-letter queue: keep the original rather than lose it.
-      this.logger.error(`${reason.consumer}: dead-lettering failed, retrying instead: ${describe(error)}`);
+      this.logger.error(
+        `${reason.consumer}: dead-lettering failed, retrying instead: ${describe(error)}`,
+      );
       await this.tell('retry', reason.consumer, () => delivery.retry());
     }
   }
@@ -132,11 +173,17 @@ export class InboxInterceptor implements NestInterceptor {
   }
 
   /** A failed ack or nack means the channel is gone; the broker redelivers, the claim dedupes. */
-  private async tell(what: string, consumer: string, action: () => void | Promise<void>): Promise<void> {
+  private async tell(
+    what: string,
+    consumer: string,
+    action: () => void | Promise<void>,
+  ): Promise<void> {
     try {
       await action();
     } catch (error) {
-      this.logger.error(`${consumer}: ${what} failed, the broker will deliver again: ${describe(error)}`);
+      this.logger.error(
+        `${consumer}: ${what} failed, the broker will deliver again: ${describe(error)}`,
+      );
     }
   }
 }

@@ -8,8 +8,7 @@ import { InboxStore } from './inbox.store';
 import { MessagingTransactionHost } from '../messaging/messaging-transaction-host';
 
 export type InboxOutcome<T> =
-  | { status: 'applied'; messageId: string; result: T }
-  | { status: 'duplicate'; messageId: string };
+  { status: 'applied'; messageId: string; result: T } | { status: 'duplicate'; messageId: string };
 
 /**
  * Applies each message once per consumer, for any transport: the processed-message row and the
@@ -42,12 +41,15 @@ export class Inbox {
     if (!consumer) throw new Error('Inbox.process needs a consumer name');
     // RequiresNew: the outcome must be committed when this resolves, even if a caller has a
     // transaction open; joining it would let the caller ack before anything is durable.
-    return this.txHost.withTransaction(Propagation.RequiresNew, async (): Promise<InboxOutcome<T>> => {
-      bindCurrentOperation({ kind: 'message', consumer, messageId: id });
-      const claimed = await this.store.claim(consumer, id, this.options.inbox.lockTimeoutMs);
-      if (!claimed) return { status: 'duplicate', messageId: id };
-      return { status: 'applied', messageId: id, result: await handler() };
-    });
+    return this.txHost.withTransaction(
+      Propagation.RequiresNew,
+      async (): Promise<InboxOutcome<T>> => {
+        bindCurrentOperation({ kind: 'message', consumer, messageId: id });
+        const claimed = await this.store.claim(consumer, id, this.options.inbox.lockTimeoutMs);
+        if (!claimed) return { status: 'duplicate', messageId: id };
+        return { status: 'applied', messageId: id, result: await handler() };
+      },
+    );
   }
 
   /** Counts one failed delivery of the message; returns the attempts so far. */

@@ -34,7 +34,9 @@ export class InboxStore {
   async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
     const client = (await this.runner().connect()) as PostgresClient;
     if (typeof client.escapeLiteral !== 'function') {
-      throw new Error("the inbox needs node-postgres's JavaScript client (pg); pg-native is not supported");
+      throw new Error(
+        "the inbox needs node-postgres's JavaScript client (pg); pg-native is not supported",
+      );
     }
     const insert = inlineParameters(
       {
@@ -55,7 +57,11 @@ export class InboxStore {
     }
     // Three statements, three results. Anything else must not pass for a duplicate, which the
     // caller would acknowledge.
-    if (!Array.isArray(results) || results.length !== 3 || typeof results[1]?.rowCount !== 'number') {
+    if (
+      !Array.isArray(results) ||
+      results.length !== 3 ||
+      typeof results[1]?.rowCount !== 'number'
+    ) {
       throw new Error('the inbox claim returned an unexpected result');
     }
     return results[1].rowCount === 1;
@@ -66,17 +72,19 @@ export class InboxStore {
    * the count must survive it (and the process) so that a poison message stops somewhere.
    */
   async recordFailure(consumer: string, messageId: string, error: string): Promise<number> {
-    const rows: Array<{ attempts: number }> = await this.txHost.withTransaction(Propagation.RequiresNew, () =>
-      this.runner().query(
-        `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
+    const rows: Array<{ attempts: number }> = await this.txHost.withTransaction(
+      Propagation.RequiresNew,
+      () =>
+        this.runner().query(
+          `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
          VALUES ($1, $2, 1, $3)
          ON CONFLICT (consumer, message_id) DO UPDATE
            SET attempts = inbox_failures.attempts + 1,
                last_error = EXCLUDED.last_error,
                last_failed_at = now()
          RETURNING attempts`,
-        [consumer, messageId, error.slice(0, 2000)],
-      ),
+          [consumer, messageId, error.slice(0, 2000)],
+        ),
     );
     return rows[0].attempts;
   }
@@ -91,7 +99,12 @@ export class InboxStore {
   }
 
   /** SKIP LOCKED: two processes cleaning at once split the rows instead of waiting on each other. */
-  private async purge(table: string, column: string, retentionSeconds: number, limit: number): Promise<number> {
+  private async purge(
+    table: string,
+    column: string,
+    retentionSeconds: number,
+    limit: number,
+  ): Promise<number> {
     const rows: Array<{ deleted: number }> = await this.txHost.tx.query(
       `WITH deleted AS (
          DELETE FROM ${table}

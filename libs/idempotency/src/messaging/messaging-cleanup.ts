@@ -53,15 +53,31 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
    */
   async purge(signal?: AbortSignal): Promise<CleanupResult> {
     const { inbox, outbox, cleanup } = this.options;
-    const result: CleanupResult = { processedMessages: 0, inboxFailures: 0, outboxMessages: 0, batches: 0 };
+    const result: CleanupResult = {
+      processedMessages: 0,
+      inboxFailures: 0,
+      outboxMessages: 0,
+      batches: 0,
+    };
     const drain = async (batch: () => Promise<number>): Promise<number> => {
-      const { removed, batches } = await drainInBatches(batch, cleanup.batchSize, cleanup.maxBatches, signal);
+      const { removed, batches } = await drainInBatches(
+        batch,
+        cleanup.batchSize,
+        cleanup.maxBatches,
+        signal,
+      );
       result.batches += batches;
       return removed;
     };
-    result.processedMessages = await drain(() => this.inboxStore.purgeProcessed(inbox.retentionSeconds, cleanup.batchSize));
-    result.inboxFailures = await drain(() => this.inboxStore.purgeFailures(inbox.retentionSeconds, cleanup.batchSize));
-    result.outboxMessages = await drain(() => this.outboxStore.purgeSent(outbox.retentionSeconds, cleanup.batchSize));
+    result.processedMessages = await drain(() =>
+      this.inboxStore.purgeProcessed(inbox.retentionSeconds, cleanup.batchSize),
+    );
+    result.inboxFailures = await drain(() =>
+      this.inboxStore.purgeFailures(inbox.retentionSeconds, cleanup.batchSize),
+    );
+    result.outboxMessages = await drain(() =>
+      this.outboxStore.purgeSent(outbox.retentionSeconds, cleanup.batchSize),
+    );
     return result;
   }
 }

@@ -34,11 +34,17 @@ export class MessagingTransactionHost implements OnModuleInit {
   }
 
   readonly withTransaction: TypeOrmHost['withTransaction'] = ((...args: unknown[]) =>
-    (this.host().withTransaction as (...all: unknown[]) => unknown)(...args)) as TypeOrmHost['withTransaction'];
+    (this.host().withTransaction as (...all: unknown[]) => unknown)(
+      ...args,
+    )) as TypeOrmHost['withTransaction'];
 
   /** Found at start-up; a lifecycle hook that runs before ours finds it on first use. */
   private host(): TypeOrmHost {
-    this.resolved ??= lookUpTransactionHost(this.moduleRef, this.options.transactionConnectionName, 'IdempotencyMessagingModule');
+    this.resolved ??= lookUpTransactionHost(
+      this.moduleRef,
+      this.options.transactionConnectionName,
+      'IdempotencyMessagingModule',
+    );
     return this.resolved;
   }
 }

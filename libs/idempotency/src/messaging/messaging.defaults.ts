@@ -16,7 +16,9 @@ export interface ResolvedMessagingOptions {
   transactionConnectionName?: string;
 }
 
-export function resolveMessagingOptions(options: MessagingModuleOptions = {}): ResolvedMessagingOptions {
+export function resolveMessagingOptions(
+  options: MessagingModuleOptions = {},
+): ResolvedMessagingOptions {
   const inbox = options.inbox ?? {};
   const outbox = options.outbox ?? {};
   const cleanup = options.cleanup ?? {};
@@ -65,12 +67,16 @@ export function resolveMessagingOptions(options: MessagingModuleOptions = {}): R
 
 function positive(name: string, value: number): void {
   if (!Number.isInteger(value) || value <= 0) {
-    throw new Error(`IdempotencyMessagingModule: option ${name} must be a positive integer, got ${value}`);
+    throw new Error(
+      `IdempotencyMessagingModule: option ${name} must be a positive integer, got ${value}`,
+    );
   }
 }
 
 function nonNegative(name: string, value: number): void {
   if (!Number.isInteger(value) || value < 0) {
-    throw new Error(`IdempotencyMessagingModule: option ${name} must be a non-negative integer, got ${value}`);
+    throw new Error(
+      `IdempotencyMessagingModule: option ${name} must be a non-negative integer, got ${value}`,
+    );
   }
 }

@@ -12,7 +12,10 @@ export type IdempotencyMessagingModuleRootOptions = MessagingModuleOptions & {
  * `useFactory`, `useClass` (a class with `create()`) or `useExisting` producing the options,
  * plus `isGlobal`.
  */
-export type IdempotencyMessagingModuleAsyncOptions = ConfigurableModuleAsyncOptions<MessagingModuleOptions, 'create'> & {
+export type IdempotencyMessagingModuleAsyncOptions = ConfigurableModuleAsyncOptions<
+  MessagingModuleOptions,
+  'create'
+> & {
   /** Register the module globally. Default `true`. */
   isGlobal?: boolean;
 };
@@ -23,5 +26,8 @@ export const {
 } = new ConfigurableModuleBuilder<MessagingModuleOptions>()
   .setClassMethodName('forRoot')
   // Global by default: `@InboxHandler()` resolves its interceptor in the handler's own module.
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras({ isGlobal: true }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+  }))
   .build();

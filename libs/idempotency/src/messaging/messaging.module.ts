@@ -25,7 +25,11 @@ import { TransportLifecycle } from './transport-lifecycle';
  */
 @Module({
   providers: [
-    { provide: MESSAGING_OPTIONS, inject: [MESSAGING_MODULE_OPTIONS], useFactory: resolveMessagingOptions },
+    {
+      provide: MESSAGING_OPTIONS,
+      inject: [MESSAGING_MODULE_OPTIONS],
+      useFactory: resolveMessagingOptions,
+    },
     MessagingTransactionHost,
     InboxStore,
     Inbox,
@@ -46,6 +50,9 @@ export class IdempotencyMessagingModule {
   }
 
   static forRootAsync(options: IdempotencyMessagingModuleAsyncOptions): DynamicModule {
-    return { ...ConfigurableMessagingModule.forRootAsync(options), module: IdempotencyMessagingModule };
+    return {
+      ...ConfigurableMessagingModule.forRootAsync(options),
+      module: IdempotencyMessagingModule,
+    };
   }
 }

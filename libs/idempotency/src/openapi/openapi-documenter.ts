@@ -7,7 +7,11 @@ import { IdempotencyProblemType } from '../idempotency.errors';
 import { PROBLEM_CONTENT_TYPE } from '../problem-details';
 import { type RouteOptions, routeOptions } from '../route-options';
 
-type Decorator = (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => unknown;
+type Decorator = (
+  target: object,
+  key?: string | symbol,
+  descriptor?: PropertyDescriptor,
+) => unknown;
 interface SwaggerDecorators {
   ApiHeader(options: Record<string, unknown>): Decorator;
   ApiResponse(options: Record<string, unknown>): Decorator;
@@ -69,7 +73,8 @@ export class OpenApiDocumenter implements OnModuleInit {
       for (const name of Object.getOwnPropertyNames(prototype)) {
         const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
         const handler = descriptor?.value;
-        if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler)) continue;
+        if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler))
+          continue;
         // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
         if (Reflect.getMetadata('path', handler) === undefined) continue;
         const route = routeOptions(this.reflector, metatype, handler);
@@ -105,7 +110,11 @@ export class OpenApiDocumenter implements OnModuleInit {
           400,
           `The ${headerName} header is missing or malformed, or the body nests deeper than ${MAX_BODY_DEPTH} ` +
             'levels or holds a number out of range (such as 1e400); nothing was done.',
-          [IdempotencyProblemType.missingKey, IdempotencyProblemType.malformedKey, IdempotencyProblemType.unfingerprintableRequest],
+          [
+            IdempotencyProblemType.missingKey,
+            IdempotencyProblemType.malformedKey,
+            IdempotencyProblemType.unfingerprintableRequest,
+          ],
         ),
       ),
       swagger.ApiResponse({
@@ -114,16 +123,30 @@ export class OpenApiDocumenter implements OnModuleInit {
           `A request with this key is still running (answered within ${lockTimeoutMs} ms). Retry after Retry-After seconds.`,
           [IdempotencyProblemType.keyInUse],
         ),
-        headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
+        headers: {
+          'Retry-After': {
+            description: 'Seconds to wait before retrying',
+            schema: { type: 'integer' },
+          },
+        },
       }),
       swagger.ApiResponse(
-        problemResponse(422, 'This key was already used with a different request.', [IdempotencyProblemType.keyReused]),
+        problemResponse(422, 'This key was already used with a different request.', [
+          IdempotencyProblemType.keyReused,
+        ]),
       ),
       swagger.ApiResponse({
-        ...problemResponse(503, 'The database could not be reached. Retry with the same key after Retry-After seconds.', [
-          IdempotencyProblemType.databaseUnavailable,
-        ]),
-        headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
+        ...problemResponse(
+          503,
+          'The database could not be reached. Retry with the same key after Retry-After seconds.',
+          [IdempotencyProblemType.databaseUnavailable],
+        ),
+        headers: {
+          'Retry-After': {
+            description: 'Seconds to wait before retrying',
+            schema: { type: 'integer' },
+          },
+        },
       }),
     ];
     for (const decorate of decorators) decorate(prototype, name, descriptor);

@@ -9,9 +9,19 @@ import type { CurrentOperation } from '../current-operation';
 export function derivedMessageId(operation: CurrentOperation, step: string): string {
   const identity =
     operation.kind === 'request'
-      ? ['request', operation.tenantId, operation.scope, operation.key, ...(operation.generation ? [operation.generation] : []), step]
+      ? [
+          'request',
+          operation.tenantId,
+          operation.scope,
+          operation.key,
+          ...(operation.generation ? [operation.generation] : []),
+          step,
+        ]
       : ['message', operation.consumer, operation.messageId, step];
-  const bytes = createHash('sha256').update(JSON.stringify(identity), 'utf8').digest().subarray(0, 16);
+  const bytes = createHash('sha256')
+    .update(JSON.stringify(identity), 'utf8')
+    .digest()
+    .subarray(0, 16);
   bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
   bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
   const hex = bytes.toString('hex');

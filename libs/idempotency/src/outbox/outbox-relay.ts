@@ -54,7 +54,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (this.running) return;
     this.running = true;
     this.loop = this.poll();
-    this.logger.log(`relay started (every ${this.options.outbox.pollIntervalMs} ms, batches of ${this.options.outbox.batchSize})`);
+    this.logger.log(
+      `relay started (every ${this.options.outbox.pollIntervalMs} ms, batches of ${this.options.outbox.batchSize})`,
+    );
   }
 
   /** Stops polling and waits for the batch in flight. */
@@ -91,7 +93,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       await this.store.markSent(sentIds);
       await this.store.markFailed(failures, backoffBaseMs, backoffMaxMs);
       if (failures.length > 0) {
-        this.logger.warn(`${failures.length} of ${rows.length} messages not confirmed, backing off: ${failures[0].error}`);
+        this.logger.warn(
+          `${failures.length} of ${rows.length} messages not confirmed, backing off: ${failures[0].error}`,
+        );
       }
       return { claimed: rows.length, sent: sent.length, failed: failures.length };
     });

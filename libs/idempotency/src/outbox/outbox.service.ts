@@ -55,7 +55,8 @@ export class Outbox {
           '(an @Idempotent() route, an @InboxHandler(), or @Transactional())',
       );
     }
-    if (!event.exchange && event.exchange !== '') throw new Error('Outbox.publish: exchange is required');
+    if (!event.exchange && event.exchange !== '')
+      throw new Error('Outbox.publish: exchange is required');
     if (!event.routingKey) throw new Error('Outbox.publish: routingKey is required');
     if (event.messageId !== undefined && event.messageId.trim() === '') {
       throw new Error('Outbox.publish: messageId must not be empty');
@@ -65,10 +66,16 @@ export class Outbox {
     const operation = currentOperation();
     const messageId =
       event.messageId ??
-      (operation ? derivedMessageId(operation, event.step ?? `${event.exchange} ${event.routingKey}`) : randomUUID());
+      (operation
+        ? derivedMessageId(operation, event.step ?? `${event.exchange} ${event.routingKey}`)
+        : randomUUID());
     // A row that could never be sent is refused here, in the caller's transaction, instead of
     // failing every publish attempt of the relay.
-    for (const [name, value] of [['exchange', event.exchange], ['routingKey', event.routingKey], ['messageId', messageId]]) {
+    for (const [name, value] of [
+      ['exchange', event.exchange],
+      ['routingKey', event.routingKey],
+      ['messageId', messageId],
+    ]) {
       if (Buffer.byteLength(value, 'utf8') > MAX_SHORT_STRING_BYTES) {
         throw new Error(`Outbox.publish: ${name} is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
       }

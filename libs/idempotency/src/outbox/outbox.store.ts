@@ -98,7 +98,11 @@ export class OutboxStore {
    * too: float8 `power(2, n)` raises "value out of range" from n = 1024 on, which would fail
    * every batch holding a row refused that often (about 3.5 days at a 5-minute cap).
    */
-  async markFailed(failures: Array<{ id: string; error: string }>, baseMs: number, maxMs: number): Promise<void> {
+  async markFailed(
+    failures: Array<{ id: string; error: string }>,
+    baseMs: number,
+    maxMs: number,
+  ): Promise<void> {
     if (failures.length === 0) return;
     await this.runner().query(
       `UPDATE outbox_messages AS o

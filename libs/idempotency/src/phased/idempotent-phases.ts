@@ -60,7 +60,11 @@ export class IdempotentPhases {
     if (name in this.committed) return this.committed[name] as T;
     const recorded = await this.context.txHost.withTransaction(async () => {
       // Lets the outbox derive stable message ids from this key (see Outbox.publish).
-      bindCurrentOperation({ kind: 'request', ...this.context.id, generation: this.context.generation });
+      bindCurrentOperation({
+        kind: 'request',
+        ...this.context.id,
+        generation: this.context.generation,
+      });
       const value = toJson(await work());
       await this.record(name, value);
       return value;
@@ -95,7 +99,10 @@ export class IdempotentPhases {
     const { timeoutMs, ...requestInit } = init;
     const headers = new Headers(requestInit.headers);
     headers.set(this.context.childKeyHeader, this.childKey(step));
-    const signals = [requestInit.signal, timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)];
+    const signals = [
+      requestInit.signal,
+      timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs),
+    ];
     const present = signals.filter((signal): signal is AbortSignal => !!signal);
     const signal = present.length > 1 ? AbortSignal.any(present) : present[0];
     return fetch(url, { ...requestInit, headers, signal });
@@ -103,7 +110,8 @@ export class IdempotentPhases {
 
   private async record(name: string, value: unknown): Promise<void> {
     const { leases, id, owner, leaseSeconds } = this.context;
-    if (!(await leases.recordStep(id, owner, name, value, leaseSeconds))) throw new LeaseLostError(name);
+    if (!(await leases.recordStep(id, owner, name, value, leaseSeconds)))
+      throw new LeaseLostError(name);
   }
 
   private remember(name: string, value: unknown): unknown {

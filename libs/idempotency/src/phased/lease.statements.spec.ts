@@ -10,7 +10,11 @@ import {
 const hostileKey = `O'Brien \\ "quoted" $2 ; DROP TABLE idempotency_keys; -- ✓`;
 const id = { tenantId: 'tenant', scope: 'POST /v1/payments', key: hostileKey };
 const owner = '6f1c7d3e-0000-4000-8000-000000000000';
-const response = { statusCode: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') };
+const response = {
+  statusCode: 201,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from('{}'),
+};
 const fenced = 'AND lease_owner = $4';
 
 describe('lease statements', () => {
@@ -19,26 +23,48 @@ describe('lease statements', () => {
     ['record step', recordStepStatement(id, owner, 'charge', { ok: true }, 30)],
     ['complete', completeLeaseStatement(id, owner, response)],
     ['release', releaseLeaseStatement(id, owner)],
-  ])('%s: passes the key as a value, never in the text, and is never prepared', (_name, statement) => {
-    expect(statement.text).not.toContain("O'Brien");
-    expect(statement.values.slice(0, 3)).toEqual(['tenant', 'POST /v1/payments', hostileKey]);
-    expect(statement.name).toBeUndefined();
-  });
+  ])(
+    '%s: passes the key as a value, never in the text, and is never prepared',
+    (_name, statement) => {
+      expect(statement.text).not.toContain("O'Brien");
+      expect(statement.values.slice(0, 3)).toEqual(['tenant', 'POST /v1/payments', hostileKey]);
+      expect(statement.name).toBeUndefined();
+    },
+  );
 
   it('claims a new key, or takes over only a lapsed lease on the same request, with a bounded wait', () => {
     const statement = claimLeaseStatement(id, 'hash', 86_400, 30, owner, 1_000.5);
     expect(statement.text).toContain("WHERE k.status = 'in_progress' AND k.locked_until <= now()");
     expect(statement.text).toContain('AND k.request_hash = EXCLUDED.request_hash');
     expect(statement.text).toContain('expires_at = GREATEST(k.expires_at, EXCLUDED.expires_at)');
-    expect(statement.values).toEqual(['tenant', 'POST /v1/payments', hostileKey, 'hash', 86_400, 30, owner, '1000ms']);
+    expect(statement.values).toEqual([
+      'tenant',
+      'POST /v1/payments',
+      hostileKey,
+      'hash',
+      86_400,
+      30,
+      owner,
+      '1000ms',
+    ]);
   });
 
   it('records a step as JSON text (undefined as null), fenced by the owner, and counts the rows it changed', () => {
     const statement = recordStepStatement(id, owner, 'charge', { b: 1, a: 2 }, 30);
     expect(statement.text).toMatch(/^WITH changed AS \(UPDATE idempotency_keys/);
-    expect(statement.text).toMatch(/RETURNING 1\) SELECT count\(\*\)::integer AS updated FROM changed$/);
+    expect(statement.text).toMatch(
+      /RETURNING 1\) SELECT count\(\*\)::integer AS updated FROM changed$/,
+    );
     expect(statement.text).toContain(fenced);
-    expect(statement.values).toEqual(['tenant', 'POST /v1/payments', hostileKey, owner, 'charge', '{"b":1,"a":2}', 30]);
+    expect(statement.values).toEqual([
+      'tenant',
+      'POST /v1/payments',
+      hostileKey,
+      owner,
+      'charge',
+      '{"b":1,"a":2}',
+      30,
+    ]);
     expect(recordStepStatement(id, owner, 'charge', undefined, 30).values[5]).toBe('null');
   });
 
@@ -46,7 +72,15 @@ describe('lease statements', () => {
     const complete = completeLeaseStatement(id, owner, response);
     expect(complete.text).toContain(fenced);
     expect(complete.text).toContain('locked_until = NULL');
-    expect(complete.values).toEqual(['tenant', 'POST /v1/payments', hostileKey, owner, 201, response.headers, response.body]);
+    expect(complete.values).toEqual([
+      'tenant',
+      'POST /v1/payments',
+      hostileKey,
+      owner,
+      201,
+      response.headers,
+      response.body,
+    ]);
     expect(releaseLeaseStatement(id, owner).text).toContain(fenced);
   });
 });
@@ -54,9 +88,18 @@ describe('lease statements', () => {
 describe('leaseClaimFrom', () => {
   it('reads the recovery points committed so far, each result in the key order it was recorded in', () => {
     const claim = leaseClaimFrom([
-      { recovery_point: 'charge', step_state: { reserve: '{"z":1,"a":2}', charge: 'null' }, generation: '42' },
+      {
+        recovery_point: 'charge',
+        step_state: { reserve: '{"z":1,"a":2}', charge: 'null' },
+        generation: '42',
+      },
     ]);
-    expect(claim).toEqual({ claimed: true, recoveryPoint: 'charge', stepState: { reserve: { z: 1, a: 2 }, charge: null }, generation: '42' });
+    expect(claim).toEqual({
+      claimed: true,
+      recoveryPoint: 'charge',
+      stepState: { reserve: { z: 1, a: 2 }, charge: null },
+      generation: '42',
+    });
     expect(claim.claimed && Object.keys(claim.stepState.reserve as object)).toEqual(['z', 'a']);
   });
 

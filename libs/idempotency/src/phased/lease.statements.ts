@@ -48,21 +48,37 @@ export function claimLeaseStatement(
             AND k.request_hash = EXCLUDED.request_hash
          RETURNING k.recovery_point, k.step_state,
                    (extract(epoch FROM k.created_at) * 1000000)::bigint::text AS generation`,
-    values: [...keyValues(id), requestHash, ttlSeconds, leaseSeconds, owner, lockTimeoutSetting(lockTimeoutMs)],
+    values: [
+      ...keyValues(id),
+      requestHash,
+      ttlSeconds,
+      leaseSeconds,
+      owner,
+      lockTimeoutSetting(lockTimeoutMs),
+    ],
   };
 }
 
 /** What the rows of `claimLeaseStatement` say: no row, no lease (someone else holds the key). */
 export function leaseClaimFrom(rows: unknown[]): LeaseClaim {
   const row = rows[0] as
-    | { recovery_point: string | null; step_state: Record<string, string> | null; generation: string }
+    | {
+        recovery_point: string | null;
+        step_state: Record<string, string> | null;
+        generation: string;
+      }
     | undefined;
   if (!row) return { claimed: false };
   // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
   const stepState = Object.fromEntries(
     Object.entries(row.step_state ?? {}).map(([step, json]) => [step, JSON.parse(json)]),
   );
-  return { claimed: true, recoveryPoint: row.recovery_point, stepState, generation: row.generation };
+  return {
+    claimed: true,
+    recoveryPoint: row.recovery_point,
+    stepState,
+    generation: row.generation,
+  };
 }
 
 /**
@@ -89,7 +105,11 @@ export function recordStepStatement(
 }
 
 /** Records the final response and ends the lease, fenced by the lease owner. */
-export function completeLeaseStatement(id: KeyId, owner: string, response: StoredResponse): SqlStatement {
+export function completeLeaseStatement(
+  id: KeyId,
+  owner: string,
+  response: StoredResponse,
+): SqlStatement {
   return {
     text: countingUpdated(
       `UPDATE idempotency_keys

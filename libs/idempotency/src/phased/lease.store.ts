@@ -33,7 +33,9 @@ export class LeaseStore {
   ): Promise<LeaseClaim> {
     let rows: unknown[];
     try {
-      rows = await this.run(claimLeaseStatement(id, requestHash, ttlSeconds, leaseSeconds, owner, lockTimeoutMs));
+      rows = await this.run(
+        claimLeaseStatement(id, requestHash, ttlSeconds, leaseSeconds, owner, lockTimeoutMs),
+      );
     } catch (error) {
       throw claimFailure(error);
     }
@@ -41,8 +43,16 @@ export class LeaseStore {
   }
 
   /** False when another attempt took the key over: the caller's transaction must roll back its step. */
-  async recordStep(id: KeyId, owner: string, step: string, result: unknown, leaseSeconds: number): Promise<boolean> {
-    return fencedUpdateApplied(await this.run(recordStepStatement(id, owner, step, result, leaseSeconds)));
+  async recordStep(
+    id: KeyId,
+    owner: string,
+    step: string,
+    result: unknown,
+    leaseSeconds: number,
+  ): Promise<boolean> {
+    return fencedUpdateApplied(
+      await this.run(recordStepStatement(id, owner, step, result, leaseSeconds)),
+    );
   }
 
   /** False when another attempt took the key over. */

@@ -47,7 +47,12 @@ export class PhasedRunner implements IdempotentRunner {
     const claimStarted = performance.now();
     const claim = await this.claim(request, owner, leaseSeconds);
     if (!claim.claimed) return { kind: 'replayed', ...claim.replay };
-    this.events.emit({ type: 'claimed', scope: id.scope, mode: 'phased', claimMs: performance.now() - claimStarted });
+    this.events.emit({
+      type: 'claimed',
+      scope: id.scope,
+      mode: 'phased',
+      claimMs: performance.now() - claimStarted,
+    });
     if (claim.lease.recoveryPoint) {
       this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
     }
@@ -66,7 +71,8 @@ export class PhasedRunner implements IdempotentRunner {
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
     try {
       const { response, failed } = await settleHandler(request, this.options);
-      if (!(await this.leases.completeLease(id, owner, response))) throw new LeaseLostError('finished');
+      if (!(await this.leases.completeLease(id, owner, response)))
+        throw new LeaseLostError('finished');
       this.logger.debug(`key ${label} completed with ${response.statusCode}`);
       return { kind: 'executed', response, failed };
     } catch (error) {
@@ -94,9 +100,17 @@ export class PhasedRunner implements IdempotentRunner {
     for (let attempt = 0; attempt < 2; attempt++) {
       let lease: LeaseClaim;
       try {
-        lease = await this.leases.claimLease(id, requestHash, ttlSeconds, leaseSeconds, owner, this.options.lockTimeoutMs);
+        lease = await this.leases.claimLease(
+          id,
+          requestHash,
+          ttlSeconds,
+          leaseSeconds,
+          owner,
+          this.options.lockTimeoutMs,
+        );
       } catch (error) {
-        if (error instanceof ClaimConflictError) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
+        if (error instanceof ClaimConflictError)
+          throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
         throw error;
       }
       if (lease.claimed) return { claimed: true, lease };

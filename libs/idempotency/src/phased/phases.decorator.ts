@@ -5,10 +5,14 @@ import type { IdempotentPhases } from './idempotent-phases';
 export const PHASES = Symbol('idempotency:phases');
 
 /** Injects the request's `IdempotentPhases`; the route needs `@Idempotent({ phased: true })`. */
-export const Phases = createParamDecorator((_data: unknown, context: ExecutionContext): IdempotentPhases => {
-  const phases = context.switchToHttp().getRequest<{ [PHASES]?: IdempotentPhases }>()[PHASES];
-  if (!phases) {
-    throw new Error('@Phases() is only available on routes decorated with @Idempotent({ phased: true })');
-  }
-  return phases;
-});
+export const Phases = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): IdempotentPhases => {
+    const phases = context.switchToHttp().getRequest<{ [PHASES]?: IdempotentPhases }>()[PHASES];
+    if (!phases) {
+      throw new Error(
+        '@Phases() is only available on routes decorated with @Idempotent({ phased: true })',
+      );
+    }
+    return phases;
+  },
+);

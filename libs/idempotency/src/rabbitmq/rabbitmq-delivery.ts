@@ -2,7 +2,6 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { MESSAGE_ID_HEADER } from './message-id-header';
 import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-transport';
 
-
 /** A RabbitMQ delivery on the consumer's own channel: acks and nacks must go back on it. */
 export class RabbitMqDelivery implements InboxDelivery {
   readonly messageId: string | undefined;
@@ -11,7 +10,10 @@ export class RabbitMqDelivery implements InboxDelivery {
   constructor(
     private readonly channel: Channel,
     private readonly message: ConsumeMessage,
-    private readonly sendToDeadLetterQueue: (message: ConsumeMessage, reason: DeadLetterReason) => Promise<void>,
+    private readonly sendToDeadLetterQueue: (
+      message: ConsumeMessage,
+      reason: DeadLetterReason,
+    ) => Promise<void>,
   ) {
     this.headers = message.properties.headers ?? {};
     this.messageId = producerMessageId(message);

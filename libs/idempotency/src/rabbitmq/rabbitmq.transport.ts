@@ -66,8 +66,13 @@ export class RabbitMqTransport implements MessagingTransport {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const acm = require('amqp-connection-manager') as typeof AmqpConnectionManager;
     const urls = Array.isArray(this.options.url) ? this.options.url : [this.options.url];
-    const connection = acm.connect(urls, { heartbeatIntervalInSeconds: 10, reconnectTimeInSeconds: 1 });
-    connection.on('disconnect', ({ err }) => this.logger.warn(`disconnected: ${err?.message ?? 'closed'}`));
+    const connection = acm.connect(urls, {
+      heartbeatIntervalInSeconds: 10,
+      reconnectTimeInSeconds: 1,
+    });
+    connection.on('disconnect', ({ err }) =>
+      this.logger.warn(`disconnected: ${err?.message ?? 'closed'}`),
+    );
     this.connection = connection;
     const channel = this.openChannel();
     const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
@@ -108,18 +113,23 @@ export class RabbitMqTransport implements MessagingTransport {
       this.returned.delete(message.messageId);
       const reason = this.lastChannelError;
       this.lastChannelError = undefined;
-      throw reason ? new Error(`${error instanceof Error ? error.message : String(error)}: ${reason}`) : error;
+      throw reason
+        ? new Error(`${error instanceof Error ? error.message : String(error)}: ${reason}`)
+        : error;
     }
     // The broker sends basic.return before the confirm of the same message, so it is known here.
     if (mandatory && this.returned.delete(message.messageId)) {
-      throw new Error(`unroutable: no queue is bound to exchange "${message.exchange}" for "${message.routingKey}"`);
+      throw new Error(
+        `unroutable: no queue is bound to exchange "${message.exchange}" for "${message.routingKey}"`,
+      );
     }
   }
 
   delivery(context: ExecutionContext, consumer: string): InboxDelivery | undefined {
     if (context.getType() !== 'rpc') return undefined;
     const rmq = context.switchToRpc().getContext<Partial<RmqContext>>();
-    if (typeof rmq?.getMessage !== 'function' || typeof rmq.getChannelRef !== 'function') return undefined;
+    if (typeof rmq?.getMessage !== 'function' || typeof rmq.getChannelRef !== 'function')
+      return undefined;
     const queue = this.deadLetterQueue(consumer);
     const channel = rmq.getChannelRef() as Channel;
     const message = rmq.getMessage() as ConsumeMessage;
@@ -150,14 +160,17 @@ export class RabbitMqTransport implements MessagingTransport {
         channel.once('close', () => {
           if (failed) this.replaceChannel(wrapper);
           // Publishes it had not confirmed are sent again: consumers may see a second copy.
-          else if (!this.closing) this.logger.warn('publisher channel closed; unconfirmed publishes will be sent again');
+          else if (!this.closing)
+            this.logger.warn('publisher channel closed; unconfirmed publishes will be sent again');
         });
         return this.declareTopology(channel);
       },
     });
     // amqp-connection-manager reports a failed setup (a topology the broker refuses) as an
     // 'error' event: unheard, Node would end the process over it.
-    wrapper.on('error', (error: Error) => this.logger.error(`publisher channel setup failed: ${error.message}`));
+    wrapper.on('error', (error: Error) =>
+      this.logger.error(`publisher channel setup failed: ${error.message}`),
+    );
     wrapper.on('connect', () => (this.failedReplacements = 0));
     this.channel = wrapper;
     return wrapper;
@@ -176,7 +189,9 @@ export class RabbitMqTransport implements MessagingTransport {
     this.failedReplacements++;
     const timer = setTimeout(() => {
       if (this.closing || this.channel !== broken || !this.connection) return;
-      this.logger.warn(`channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`);
+      this.logger.warn(
+        `channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`,
+      );
       this.openChannel();
       void broken.close().catch(() => undefined);
     }, delayMs);
@@ -188,7 +203,11 @@ export class RabbitMqTransport implements MessagingTransport {
   }
 
   /** A copy on the dead-letter queue, with why it is there; confirmed before this resolves. */
-  private async sendToDeadLetterQueue(queue: string, message: ConsumeMessage, reason: DeadLetterReason): Promise<void> {
+  private async sendToDeadLetterQueue(
+    queue: string,
+    message: ConsumeMessage,
+    reason: DeadLetterReason,
+  ): Promise<void> {
     const channel = this.requireChannel();
     if (!this.declaredQueues.has(queue)) {
       // Publishing to a queue that does not exist is confirmed and dropped: declare it first.

@@ -2,7 +2,11 @@ import { resolveOptions } from '../idempotency.defaults';
 import type { StoredResponse } from '../idempotency.options';
 import { CompletedResponseCache } from './completed-response.cache';
 
-const response = (body: string): StoredResponse => ({ statusCode: 201, headers: {}, body: Buffer.from(body) });
+const response = (body: string): StoredResponse => ({
+  statusCode: 201,
+  headers: {},
+  body: Buffer.from(body),
+});
 const id = (key: string, tenantId = 't') => ({ tenantId, scope: 'POST /x', key });
 
 describe('CompletedResponseCache', () => {
@@ -18,7 +22,9 @@ describe('CompletedResponseCache', () => {
 
   it('never outlives the row (minus a second) nor maxAgeSeconds', () => {
     jest.useFakeTimers({ now: 1_000_000 });
-    const cache = new CompletedResponseCache(resolveOptions({ replayCache: { maxAgeSeconds: 60 } }));
+    const cache = new CompletedResponseCache(
+      resolveOptions({ replayCache: { maxAgeSeconds: 60 } }),
+    );
     cache.set(id('short'), 'h', response('x'), 5_000);
     cache.set(id('long'), 'h', response('y'), 3_600_000);
     jest.setSystemTime(1_000_000 + 4_001);
@@ -29,7 +35,9 @@ describe('CompletedResponseCache', () => {
   });
 
   it('drops the least recently used beyond maxEntries, and skips large bodies and a disabled cache', () => {
-    const cache = new CompletedResponseCache(resolveOptions({ replayCache: { maxEntries: 2, maxBodyBytes: 10 } }));
+    const cache = new CompletedResponseCache(
+      resolveOptions({ replayCache: { maxEntries: 2, maxBodyBytes: 10 } }),
+    );
     cache.set(id('a'), 'h', response('a'), 60_000);
     cache.set(id('b'), 'h', response('b'), 60_000);
     cache.get(id('a'));

@@ -53,7 +53,9 @@ export class InFlightKeys {
   static async waitAtMost(twin: Promise<Landing>, ms: number): Promise<Landing | undefined> {
     if (ms <= 0) return undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+    const timeout = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), ms)),
+    );
     try {
       return await Promise.race([twin, timeout]);
     } finally {
