@@ -5,6 +5,13 @@ import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
+const NODE_GLOBALS = Object.fromEntries(
+  ['process', 'console', 'setTimeout', 'clearTimeout', 'Buffer', 'URL'].map((name) => [
+    name,
+    'readonly',
+  ]),
+);
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', 'coverage/**'] },
   js.configs.recommended,
@@ -38,18 +45,22 @@ export default tseslint.config(
     },
   },
   {
-    // Plain Node scripts of the workspace.
+    // Plain Node scripts of the workspace: no types to check.
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
-      globals: {
-        require: 'readonly',
-        module: 'writable',
-        process: 'readonly',
-        console: 'readonly',
-        __dirname: 'readonly',
-      },
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: NODE_GLOBALS,
     },
+  },
+  {
+    // CommonJS scripts and configs (jest.config.js, tools/start-demo.js): require() is their import.
+    files: ['**/*.js', '**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { ...NODE_GLOBALS, __dirname: 'readonly', __filename: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   prettier,
 );

@@ -26,7 +26,7 @@ export async function openBenchDatabase(env: NodeJS.ProcessEnv): Promise<BenchDa
       url,
       description: `${await serverVersion(url)} (DATABASE_URL)`,
       cpuMilliseconds: () => undefined,
-      close: async () => undefined,
+      close: () => Promise.resolve(),
     };
   }
   const dataDir = resolve(REPO_ROOT, '.data', `bench-postgres-${process.pid}`);

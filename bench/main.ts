@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { type BenchDatabase, openBenchDatabase } from './bench-database';
@@ -133,7 +134,11 @@ function loadAverage(): string {
 }
 
 function autocannonVersion(): string {
-  return (require('autocannon/package.json') as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(require.resolve('autocannon/package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
 }
 
 main().catch((error: unknown) => {

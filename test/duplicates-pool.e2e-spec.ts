@@ -65,7 +65,6 @@ describe('duplicates of a slow request in one process', () => {
     const holderAnsweredAfterMs = Date.now() - started;
     const duplicateResponses: RawResponse[] = await Promise.all(duplicates);
 
-    // eslint-disable-next-line no-console
     console.log(
       `fresh creates answered after ${Math.min(...fresh.map((f) => f.answeredAfterMs))}` +
         `-${Math.max(...fresh.map((f) => f.answeredAfterMs))} ms, the key holder after ${holderAnsweredAfterMs} ms; ` +

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { resolve } from 'node:path';
 import { findFreePort } from '#tools/embedded-postgres';
 import { AppProcess } from './support/app-process';
+import { withoutColours } from './support/process-group';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 
 /** `npm start` without DATABASE_URL, killed with -9, started again on the same data. */
@@ -26,7 +27,9 @@ describe('the demo on its embedded PostgreSQL', () => {
       EMBEDDED_PG_PORT: String(await findFreePort()),
     };
     app = await AppProcess.start(env);
-    clusterDir = /DATABASE_URL is not set: .*, data in ([^\s\x1b]+)/.exec(app.logs.join(''))?.[1];
+    clusterDir = /DATABASE_URL is not set: .*, data in (\S+)/.exec(
+      withoutColours(app.logs.join('')),
+    )?.[1];
     expect(clusterDir).toBeDefined();
     const key = uniqueKey();
     const body = JSON.stringify({ customerId: uniqueCustomer(), amountCents: 100 });

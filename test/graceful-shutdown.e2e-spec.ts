@@ -49,7 +49,7 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
       if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
       demo = new ProcessGroup(process.execPath, [MAIN], Number(env.PORT), { env });
       await demo.waitUntilHealthy();
-      clusterDir = /DATABASE_URL is not set: .*, data in ([^\s\x1b]+)/.exec(demo.text)?.[1];
+      clusterDir = /DATABASE_URL is not set: .*, data in (\S+)/.exec(demo.text)?.[1];
 
       const customerId = uniqueCustomer();
       const slow = postRaw(

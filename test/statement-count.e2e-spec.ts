@@ -115,7 +115,6 @@ describe('statements per request', () => {
     expect(create.raw[0]).toContain(`'${key}'`);
     // START TRANSACTION carrying the claim-or-read; COMMIT
     expect([...replay]).toEqual(['START', 'COMMIT']);
-    // eslint-disable-next-line no-console
     console.log(
       `round trips: create ${create.length} (${create.join(', ')}), replay ${replay.length} (${replay.join(', ')}), cached replay 0`,
     );

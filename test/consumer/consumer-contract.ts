@@ -120,7 +120,6 @@ export function describeConsumer(variant: ConsumerVariant): void {
       beforeAll(async () => {
         db = await ScratchDatabase.create(`consumer_${variant.name}_${process.pid}`);
         server = await app.start(db.url);
-        // eslint-disable-next-line no-console
         console.log(
           `consumer ${variant.name} (Node ${app.runtime.version}): ${app.describeTimings()}`,
         );

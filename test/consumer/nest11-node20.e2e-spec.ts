@@ -6,5 +6,5 @@ describeConsumer({
   name: 'nest11',
   title: `Nest 11, CommonJS, TypeORM 0.3, Node ${process.versions.node}`,
   packageJson: 'nest11.package.json',
-  runtime: async () => currentNode(),
+  runtime: () => Promise.resolve(currentNode()),
 });

@@ -99,7 +99,6 @@ describeWithBroker('two consumer processes, prefetch above 1, duplicates in the 
       [orderIds],
     );
     const sum = rows.reduce((total, row) => total + Number(row.paid_cents), 0);
-    // eslint-disable-next-line no-console
     console.log(
       `two consumers: ${MESSAGES} messages (${unique.length} unique, ${DUPLICATES} duplicates), ` +
         `${await processed()} applied, ${skippedBy(apps[0])} + ${skippedBy(apps[1])} duplicates skipped, ` +

@@ -48,11 +48,9 @@ export class CapturedLogs implements LoggerService {
     const line = this.keep(message, context);
     // Two demo apps in one process both register TypeORM's default name; each keeps its own DataSource.
     if (context === 'DataSourceNameRegistry') return;
-    // eslint-disable-next-line no-console
     console.warn(line);
   }
   error(message: unknown, ...rest: unknown[]): void {
-    // eslint-disable-next-line no-console
     console.error(
       this.keep(message, typeof rest.at(-1) === 'string' ? (rest.at(-1) as string) : undefined),
       ...rest.slice(0, -1),

@@ -33,18 +33,21 @@ class PreparedStatementTraffic {
 
   install(port: number): void {
     const original = this.original;
-    const traffic = this;
+    const count = (text: string) => {
+      this.prepares += text.match(/PREPARE idempotency_/g)?.length ?? 0;
+      this.executes += text.match(/EXECUTE idempotency_/g)?.length ?? 0;
+    };
+    const countUnknown = () => this.unknownStatements++;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       if (this.port !== port) return (original as (...a: unknown[]) => unknown).apply(this, args);
       const first = args[0];
       const text =
         typeof first === 'string' ? first : String((first as { text?: string })?.text ?? '');
-      traffic.prepares += text.match(/PREPARE idempotency_/g)?.length ?? 0;
-      traffic.executes += text.match(/EXECUTE idempotency_/g)?.length ?? 0;
+      count(text);
       const result = (original as (...a: unknown[]) => unknown).apply(this, args);
       if (result instanceof Promise) {
         result.catch((error: { code?: string }) => {
-          if (error?.code === '26000') traffic.unknownStatements++;
+          if (error?.code === '26000') countUnknown();
         });
       }
       return result;

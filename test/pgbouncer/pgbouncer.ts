@@ -49,7 +49,6 @@ export function describeWithPgBouncer(name: string, suite: () => void): void {
     });
     return;
   }
-  // eslint-disable-next-line no-console
   console.warn(
     `${reason}: the PgBouncer suite is SKIPPED. To run it, ${HOW_TO_INSTALL}; set REQUIRE_PGBOUNCER=1 to fail instead.`,
   );

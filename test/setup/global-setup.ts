@@ -28,7 +28,6 @@ export default async function globalSetup(): Promise<void> {
       handle.dataDir === dataDir
         ? ''
         : ` (data in ${handle.dataDir}: the postgres user cannot reach ${dataDir})`;
-    // eslint-disable-next-line no-console
     console.log(`\nDATABASE_URL not set: embedded PostgreSQL at ${handle.url}${moved}`);
   }
 }
@@ -53,7 +52,6 @@ async function checkBroker(): Promise<void> {
     );
   }
   process.env.TEST_BROKER_STATUS = reason;
-  // eslint-disable-next-line no-console
   console.warn(
     `\n${reason}: the RabbitMQ suites are SKIPPED. Start RabbitMQ, or set REQUIRE_BROKER=1 to fail instead.`,
   );

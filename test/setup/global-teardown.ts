@@ -5,7 +5,6 @@ export default async function globalTeardown(): Promise<void> {
   const broker = process.env.TEST_BROKER_STATUS;
   if (broker && broker !== 'up') {
     // Said again here, beside the summary, where a reader looks for why suites were skipped.
-    // eslint-disable-next-line no-console
     console.warn(
       `\nRabbitMQ suites SKIPPED: ${broker}. Set REQUIRE_BROKER=1 to make that a failure.`,
     );

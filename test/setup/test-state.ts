@@ -1,6 +1,8 @@
 import type { EmbeddedPostgresHandle } from '#tools/embedded-postgres';
 
 /** Shared by globalSetup and globalTeardown, which Jest runs in one process. */
-export const TEST_STATE: { embedded?: { handle: EmbeddedPostgresHandle; dataDir: string } } = ((
-  globalThis as Record<string, unknown>
-).__IDEMPOTENCY_TEST_STATE__ ??= {}) as never;
+interface TestState {
+  embedded?: { handle: EmbeddedPostgresHandle; dataDir: string };
+}
+const scope = globalThis as { __IDEMPOTENCY_TEST_STATE__?: TestState };
+export const TEST_STATE: TestState = (scope.__IDEMPOTENCY_TEST_STATE__ ??= {});

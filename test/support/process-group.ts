@@ -35,8 +35,7 @@ export class ProcessGroup {
 
   /** The output without Nest's colours. */
   get text(): string {
-    // eslint-disable-next-line no-control-regex
-    return this.logs.join('').replace(/\x1b\[[0-9;]*m/g, '');
+    return withoutColours(this.logs.join(''));
   }
 
   get running(): boolean {
@@ -83,3 +82,9 @@ export class ProcessGroup {
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** Log text without the ANSI colour codes Nest's logger writes to a terminal. */
+export function withoutColours(text: string): string {
+  // eslint-disable-next-line no-control-regex -- ESC is exactly what an ANSI colour code starts with
+  return text.replace(/\x1b\[[0-9;]*m/g, '');
+}

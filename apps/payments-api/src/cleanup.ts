@@ -33,7 +33,6 @@ async function main(): Promise<void> {
     // processed_messages and the outbox: their module exists when messaging is on (AMQP_URL).
     const messaging = tryGet(() => app.get(MessagingCleanup, { strict: false }));
     if (messaging) report.messaging = await messaging.purge();
-    // eslint-disable-next-line no-console
     console.log(JSON.stringify(report));
   } finally {
     await app.close();
@@ -51,7 +50,6 @@ function tryGet<T>(get: () => T): T | undefined {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    // eslint-disable-next-line no-console
     console.error(error);
     process.exit(1);
   },

@@ -16,10 +16,12 @@ const bodyTypes = new WeakMap<Handler, ClassType | null>();
 function bodyType(controller: object, handler: Handler): ClassType | null {
   const cached = bodyTypes.get(handler);
   if (cached !== undefined) return cached;
-  const args: Record<string, { index: number; data?: unknown }> =
-    Reflect.getMetadata(ROUTE_ARGS_METADATA, controller.constructor, handler.name) ?? {};
-  const paramTypes: unknown[] =
-    Reflect.getMetadata('design:paramtypes', controller, handler.name) ?? [];
+  const args =
+    (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller.constructor, handler.name) as
+      Record<string, { index: number; data?: unknown }> | undefined) ?? {};
+  const paramTypes =
+    (Reflect.getMetadata('design:paramtypes', controller, handler.name) as unknown[] | undefined) ??
+    [];
   let found: ClassType | null = null;
   for (const [name, arg] of Object.entries(args)) {
     const isWholeBody = name.split(':')[0] === BODY_PARAMTYPE && arg.data === undefined;

@@ -33,5 +33,5 @@ export function bindCurrentOperation(operation: CurrentOperation): void {
 
 export function currentOperation(): CurrentOperation | undefined {
   const cls = ClsServiceManager.getClsService();
-  return cls.isActive() ? (cls.get(CURRENT_OPERATION) as CurrentOperation | undefined) : undefined;
+  return cls.isActive() ? cls.get<CurrentOperation | undefined>(CURRENT_OPERATION) : undefined;
 }

@@ -192,7 +192,7 @@ describe('requestFingerprint of stored rows', () => {
         route: '/v1/things/:id',
         params: { id: '42' },
         query: { page: '2', tags: ['a', 'b'] },
-        body: { n: [0, -0, 1e21, 1e-7, 0.1, -2.5, 9007199254740993, 5e-324] },
+        body: { n: [0, -0, 1e21, 1e-7, 0.1, -2.5, 9007199254740992, 5e-324] }, // 2^53 + 1 parses as 2^53
       },
       'fc06192992959315a93aa458f46250794e80b97cee9bb6799b012cab12f7414d',
     ],
@@ -296,13 +296,11 @@ describe('requestFingerprint of bodies it cannot fingerprint', () => {
       { arbitrary: fc.integer({ min: 0, max: 2 * MAX_BODY_DEPTH }), weight: 9 },
       { arbitrary: fc.constant(100_000), weight: 1 },
     );
-    const deep = fc
-      .tuple(depth, jsonValue, kind)
-      .map(([depth, leaf, pick]) => ({
-        body: nested(depth, leaf, pick),
-        depth: depth + depthOf(leaf),
-        finite: true,
-      }));
+    const deep = fc.tuple(depth, jsonValue, kind).map(([depth, leaf, pick]) => ({
+      body: nested(depth, leaf, pick),
+      depth: depth + depthOf(leaf),
+      finite: true,
+    }));
     const nonFinite = fc
       .tuple(
         fc.integer({ min: 0, max: 8 }),

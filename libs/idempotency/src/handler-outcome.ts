@@ -30,12 +30,12 @@ export class UnstoredOutcome extends Error {
 export async function settleHandler(
   request: IdempotentRequest,
   options: ResolvedIdempotencyOptions,
-  beforeStoringFailure: () => Promise<void> = async () => undefined,
+  beforeStoringFailure: () => Promise<void> = () => Promise.resolve(),
 ): Promise<SettledHandler> {
   const response = httpResponse(request.context);
   let captured: StoredResponse;
   try {
-    const value = await lastValueFrom(request.next.handle(), { defaultValue: undefined });
+    const value: unknown = await lastValueFrom(request.next.handle(), { defaultValue: undefined });
     captured = captureResponse(value, response, options.storedHeaders, request.serializeOptions);
   } catch (error) {
     if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;

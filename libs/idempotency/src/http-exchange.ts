@@ -36,8 +36,11 @@ export function httpResponse(context: ExecutionContext): HttpResponseLike {
 export function routePattern(context: ExecutionContext, request: HttpRequestLike): string {
   if (typeof request.route?.path === 'string') return request.route.path;
   if (typeof request.routeOptions?.url === 'string') return request.routeOptions.url;
-  const controllerPath = Reflect.getMetadata(PATH_METADATA, context.getClass()) ?? '';
-  const handlerPath = Reflect.getMetadata(PATH_METADATA, context.getHandler()) ?? '';
+  const controllerPath =
+    (Reflect.getMetadata(PATH_METADATA, context.getClass()) as string | string[] | undefined) ?? '';
+  const handlerPath =
+    (Reflect.getMetadata(PATH_METADATA, context.getHandler()) as string | string[] | undefined) ??
+    '';
   return `/${[controllerPath, handlerPath].flat().join('/')}`.replace(/\/+/g, '/');
 }
 

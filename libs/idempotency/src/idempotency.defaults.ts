@@ -120,5 +120,8 @@ export function describeValue(value: unknown): string {
   if (typeof value === 'string')
     return `the string ${JSON.stringify(value)} (convert it with Number())`;
   if (typeof value === 'number') return String(value);
-  return value === null ? 'null' : `${typeof value} ${String(value)}`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'boolean') return `boolean ${value ? 'true' : 'false'}`;
+  if (typeof value === 'bigint') return `bigint ${value.toString()}`;
+  return `a value of type ${typeof value}`;
 }

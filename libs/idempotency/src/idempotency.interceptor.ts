@@ -210,7 +210,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       params: request.params,
       query: request.query,
       body: bodyWithDefaults(
-        context.getClass().prototype,
+        context.getClass().prototype as object,
         context.getHandler() as never,
         request.body,
       ),

@@ -35,15 +35,18 @@ describe('PeriodicTask with drainInBatches', () => {
   it('drains until a short batch, or maxBatches, or an aborted signal', async () => {
     const counts = [10, 10, 3, 10];
     let next = 0;
-    expect(await drainInBatches(async () => counts[next++], 10)).toEqual({
+    expect(await drainInBatches(() => Promise.resolve(counts[next++]), 10)).toEqual({
       removed: 23,
       batches: 3,
     });
-    expect(await drainInBatches(async () => 10, 10, 4)).toEqual({ removed: 40, batches: 4 });
+    expect(await drainInBatches(() => Promise.resolve(10), 10, 4)).toEqual({
+      removed: 40,
+      batches: 4,
+    });
     const aborted = new AbortController();
     aborted.abort();
     let calls = 0;
-    const bounded = async () => (++calls < 100 ? 10 : 0); // a regression fails, it does not spin
+    const bounded = () => Promise.resolve(++calls < 100 ? 10 : 0); // a regression fails, it does not spin
     expect(await drainInBatches(bounded, 10, Number.POSITIVE_INFINITY, aborted.signal)).toEqual({
       removed: 0,
       batches: 0,

@@ -51,7 +51,11 @@ export function problemFromException(exception: HttpException): ProblemDetails {
     }
     return problem;
   }
-  const detail = String(response);
+  const detail = Array.isArray(response)
+    ? response.join(',')
+    : typeof response === 'string'
+      ? response
+      : JSON.stringify(response);
   return detail && detail !== reason
     ? { type: 'about:blank', title: reason, status, detail }
     : { type: 'about:blank', title: reason, status };

@@ -59,7 +59,7 @@ function isPlainData(value: unknown, depth: number): boolean {
   if (depth > MAX_PLAIN_DEPTH) return false;
   if (Array.isArray(value)) return value.every((item) => isPlainData(item, depth + 1));
   if (value instanceof Date) return true;
-  const prototype = Object.getPrototypeOf(value);
+  const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return false;
   for (const key in value) {
     if (!isPlainData((value as Record<string, unknown>)[key], depth + 1)) return false;

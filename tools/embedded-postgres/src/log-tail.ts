@@ -33,7 +33,9 @@ export function follow(child: ChildProcess, tail: LogTail): void {
 export function failure(message: string, cause: unknown, tail: LogTail): Error {
   // start() rejects with a bare `undefined` when the postmaster exits.
   const reason = cause === undefined ? 'the postgres process exited' : describe(cause);
-  return new Error(`${message}: ${reason}\n--- last PostgreSQL log lines ---\n${tail}`, { cause });
+  return new Error(`${message}: ${reason}\n--- last PostgreSQL log lines ---\n${tail.toString()}`, {
+    cause,
+  });
 }
 
 export function describe(error: unknown): string {

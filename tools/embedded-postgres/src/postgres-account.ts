@@ -26,6 +26,7 @@ export async function postgresAccount(log: (line: string) => void): Promise<Post
   } catch (error) {
     throw new Error(
       `Running as root needs a "${POSTGRES_USER}" user to run PostgreSQL, and creating it failed: ${String(error)}`,
+      { cause: error },
     );
   }
   log(`created the user "${POSTGRES_USER}" to run PostgreSQL as`);

@@ -87,7 +87,7 @@ export async function startEmbeddedPostgres(
       );
     }
     // Its owner stops it; ours only lets go.
-    return { url, dataDir, stop: async () => undefined };
+    return { url, dataDir, stop: () => Promise.resolve() };
   }
 
   const tail = new LogTail();

@@ -27,6 +27,7 @@ export class BenchStatsService implements OnModuleInit, OnModuleDestroy {
   private roundTrips = 0;
   private requests = 0;
   private inFlight = 0;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with apply(client) below
   private readonly originalQuery = Client.prototype.query;
 
   onModuleInit(): void {

@@ -14,7 +14,7 @@ export interface ResolvedDatabase {
  */
 export async function resolveDatabase(logger: Logger): Promise<ResolvedDatabase> {
   if (process.env.DATABASE_URL)
-    return { url: process.env.DATABASE_URL, stop: async () => undefined };
+    return { url: process.env.DATABASE_URL, stop: () => Promise.resolve() };
   const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
   const handle = await startEmbeddedPostgres({
     dataDir: resolve(process.env.EMBEDDED_PG_DIR ?? '.data/postgres'),

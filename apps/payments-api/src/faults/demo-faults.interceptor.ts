@@ -41,7 +41,7 @@ export class DemoFaultsInterceptor implements NestInterceptor {
       const delay = /^delay=(\d{1,6})$/.exec(fault);
       if (delay && honoured.includes('delay'))
         await new Promise((resolve) => setTimeout(resolve, Number(delay[1])));
-      const result = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
       if (fault === 'fail-transient' && honoured.includes('fail-transient')) {
         throw new ServiceUnavailableException(
           'Injected transient failure (X-Demo-Fault: fail-transient).',

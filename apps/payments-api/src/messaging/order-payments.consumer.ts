@@ -37,6 +37,7 @@ export class OrderPaymentsConsumer {
       [payment.amountCents, payment.orderId],
     );
     if (updated.length === 0) throw new UnprocessableMessageError(`no order ${payment.orderId}`);
-    this.faults.failIfAsked(context.getMessage().properties.headers ?? {});
+    const message = context.getMessage() as { properties: { headers?: Record<string, unknown> } };
+    this.faults.failIfAsked(message.properties.headers ?? {});
   }
 }

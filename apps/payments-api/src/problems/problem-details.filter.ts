@@ -32,7 +32,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const problem = this.toProblem(exception);
     const adapter = this.adapterHost.httpAdapter;
-    const response = host.switchToHttp().getResponse();
+    const response: unknown = host.switchToHttp().getResponse();
     adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
     if (problem.type === IdempotencyProblemType.databaseUnavailable)
       adapter.setHeader(response, 'Retry-After', DATABASE_RETRY_AFTER_SECONDS);

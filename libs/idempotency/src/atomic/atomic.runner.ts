@@ -104,10 +104,13 @@ export class AtomicRunner implements IdempotentRunner {
       (transaction, [claimRows]) =>
         this.transactions.runWith(transaction.manager, () =>
           this.execute(request, claimStarted, {
-            firstClaim: async () => claimResultFrom(claimRows ?? []),
+            firstClaim: () => Promise.resolve(claimResultFrom(claimRows ?? [])),
             savepointTaken: true,
-            record: async (response) =>
-              transaction.commitWith([recordStatement(id, response)], recordFailure),
+            // Sent with the COMMIT, in the same round trip.
+            record: (response) => {
+              transaction.commitWith([recordStatement(id, response)], recordFailure);
+              return Promise.resolve();
+            },
           }),
         ),
     );

@@ -72,20 +72,18 @@ export class InboxStore {
    * the count must survive it (and the process) so that a poison message stops somewhere.
    */
   async recordFailure(consumer: string, messageId: string, error: string): Promise<number> {
-    const rows: Array<{ attempts: number }> = await this.txHost.withTransaction(
-      Propagation.RequiresNew,
-      () =>
-        this.runner().query(
-          `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
+    const rows = (await this.txHost.withTransaction(Propagation.RequiresNew, () =>
+      this.runner().query(
+        `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
          VALUES ($1, $2, 1, $3)
          ON CONFLICT (consumer, message_id) DO UPDATE
            SET attempts = inbox_failures.attempts + 1,
                last_error = EXCLUDED.last_error,
                last_failed_at = now()
          RETURNING attempts`,
-          [consumer, messageId, error.slice(0, 2000)],
-        ),
-    );
+        [consumer, messageId, error.slice(0, 2000)],
+      ),
+    )) as Array<{ attempts: number }>;
     return rows[0].attempts;
   }
 
@@ -105,7 +103,7 @@ export class InboxStore {
     retentionSeconds: number,
     limit: number,
   ): Promise<number> {
-    const rows: Array<{ deleted: number }> = await this.txHost.tx.query(
+    const rows = await this.txHost.tx.query<Array<{ deleted: number }>>(
       `WITH deleted AS (
          DELETE FROM ${table}
           WHERE (consumer, message_id) IN (

@@ -23,7 +23,7 @@ const documented = new WeakSet<object>();
 /** `@nestjs/swagger` when the app has it; the library works without. */
 function loadSwagger(): SwaggerDecorators | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer, loaded only if present
     return require('@nestjs/swagger') as SwaggerDecorators;
   } catch {
     return undefined;
@@ -72,12 +72,16 @@ export class OpenApiDocumenter implements OnModuleInit {
       const prototype = metatype.prototype as Record<string, unknown>;
       for (const name of Object.getOwnPropertyNames(prototype)) {
         const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
-        const handler = descriptor?.value;
+        const handler: unknown = descriptor?.value;
         if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler))
           continue;
         // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
         if (Reflect.getMetadata('path', handler) === undefined) continue;
-        const route = routeOptions(this.reflector, metatype, handler);
+        const route = routeOptions(
+          this.reflector,
+          metatype,
+          handler as (...args: never[]) => unknown,
+        );
         if (!route) continue;
         this.document(swagger, prototype, name, descriptor as PropertyDescriptor, route);
         documented.add(handler);

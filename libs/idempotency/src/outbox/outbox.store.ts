@@ -36,7 +36,7 @@ export class OutboxStore {
    * only after a fresh read, done by `contentOf`.
    */
   async insert(row: NewOutboxRow): Promise<OutboxInsertResult | undefined> {
-    const rows: Array<{ inserted: boolean; same: boolean | null }> = await this.runner().query(
+    const rows = (await this.runner().query(
       `WITH inserted AS (
          INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, headers)
          VALUES ($1, $2, $3, $4::jsonb, $5::jsonb)
@@ -48,7 +48,7 @@ export class OutboxStore {
        SELECT false, (exchange = $2 AND routing_key = $3 AND payload = $4::jsonb AND headers = $5::jsonb)
          FROM outbox_messages WHERE message_id = $1`,
       [row.messageId, row.exchange, row.routingKey, row.payload, row.headers],
-    );
+    )) as Array<{ inserted: boolean; same: boolean | null }>;
     const first = rows[0];
     if (!first) return undefined;
     if (first.inserted) return 'inserted';
@@ -57,11 +57,11 @@ export class OutboxStore {
 
   /** Compares an existing row with new content, with a fresh snapshot. */
   async contentOf(row: NewOutboxRow): Promise<OutboxInsertResult | undefined> {
-    const rows: Array<{ same: boolean }> = await this.runner().query(
+    const rows = (await this.runner().query(
       `SELECT (exchange = $2 AND routing_key = $3 AND payload = $4::jsonb AND headers = $5::jsonb) AS same
          FROM outbox_messages WHERE message_id = $1`,
       [row.messageId, row.exchange, row.routingKey, row.payload, row.headers],
-    );
+    )) as Array<{ same: boolean }>;
     if (!rows[0]) return undefined;
     return rows[0].same ? 'same' : 'different';
   }
@@ -80,7 +80,7 @@ export class OutboxStore {
         LIMIT $1
         FOR UPDATE SKIP LOCKED`,
       [limit],
-    );
+    ) as Promise<DueOutboxRow[]>;
   }
 
   async markSent(ids: string[]): Promise<void> {
@@ -117,7 +117,7 @@ export class OutboxStore {
 
   /** Deletes up to `limit` sent rows older than the retention; pending rows are never touched. */
   async purgeSent(retentionSeconds: number, limit: number): Promise<number> {
-    const rows: Array<{ deleted: number }> = await this.txHost.tx.query(
+    const rows = await this.txHost.tx.query<Array<{ deleted: number }>>(
       `WITH deleted AS (
          DELETE FROM outbox_messages
           WHERE id IN (

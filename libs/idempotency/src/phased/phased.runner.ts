@@ -7,7 +7,6 @@ import { httpRequest } from '../http-exchange';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
-import type { StoredResponse } from '../idempotency.options';
 import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimConflictError } from '../postgres-errors';

@@ -40,7 +40,7 @@ export class RabbitMqDelivery implements InboxDelivery {
  */
 function producerMessageId(message: ConsumeMessage): string | undefined {
   const fromProperty = message.properties.messageId as unknown;
-  const raw = fromProperty ?? message.properties.headers?.[MESSAGE_ID_HEADER];
+  const raw: unknown = fromProperty ?? message.properties.headers?.[MESSAGE_ID_HEADER];
   if (typeof raw === 'string') return raw;
   if (Buffer.isBuffer(raw)) return raw.toString('utf8');
   if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);

@@ -63,7 +63,7 @@ export class RabbitMqTransport implements MessagingTransport {
   async start(): Promise<void> {
     if (this.connection) return;
     // Deferred on purpose: see the class comment.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer, loaded when a transport starts
     const acm = require('amqp-connection-manager') as typeof AmqpConnectionManager;
     const urls = Array.isArray(this.options.url) ? this.options.url : [this.options.url];
     const connection = acm.connect(urls, {
@@ -214,7 +214,9 @@ export class RabbitMqTransport implements MessagingTransport {
       await channel.addSetup((ch: ConfirmChannel) => ch.assertQueue(queue, { durable: true }));
       this.declaredQueues.add(queue);
     }
-    const { properties, fields, content } = message;
+    const { fields, content } = message;
+    // amqplib types a received message's properties as `any`; they are the publish options.
+    const properties: Options.Publish = message.properties;
     await channel.publish('', queue, content, {
       contentType: properties.contentType,
       contentEncoding: properties.contentEncoding,
@@ -225,7 +227,7 @@ export class RabbitMqTransport implements MessagingTransport {
       appId: properties.appId,
       persistent: true,
       headers: {
-        ...(properties.headers ?? {}),
+        ...((properties.headers ?? {}) as Record<string, unknown>),
         'x-inbox-consumer': reason.consumer,
         'x-inbox-reason': reason.code,
         'x-inbox-detail': reason.detail.slice(0, 1000),
