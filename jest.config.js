@@ -20,8 +20,10 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: { '^.+\\.(t|j)s$': swc },
   moduleNameMapper: {
-    // The package root only: its exports map gives users no deep imports, so neither do we.
+    // The package's entry points only: its exports map gives users no deep imports, so neither
+    // do we.
     '^nestjs-pg-idempotency$': '<rootDir>/libs/idempotency/src',
+    '^nestjs-pg-idempotency/(messaging|rabbitmq)$': '<rootDir>/libs/idempotency/src/$1',
     // Workspace tooling, not a package ('#' names cannot come from npm). The global set-up, which
     // Jest loads with Node's require and no mapper, finds it through package.json "imports".
     '^#tools/embedded-postgres$': '<rootDir>/tools/embedded-postgres/src',

@@ -4,7 +4,14 @@ import { join, resolve } from 'node:path';
 export const WORKSPACE = resolve(__dirname, '../..');
 const LIBRARY = join(WORKSPACE, 'libs/idempotency');
 /** Not in the tarball, or generated from what is: no reason to pack again when they change. */
-const NOT_PACKED = new Set(['dist', 'node_modules', 'api-report', 'api-extractor.json']);
+const NOT_PACKED = new Set([
+  'dist',
+  'node_modules',
+  'api-report',
+  'api-extractor.json',
+  'api-extractor.messaging.json',
+  'api-extractor.rabbitmq.json',
+]);
 
 /**
  * The tarball `npm run pack:lib` made (`npm test` makes it before Jest runs). Refused when a

@@ -3,17 +3,16 @@ import { Body, Controller, type INestApplication, Injectable, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
 import {
   derivedMessageId,
   IdempotencyMessagingModule,
-  IdempotencyModule,
-  Idempotent,
   Inbox,
   MessageInFlightError,
   MessagingCleanup,
   MissingMessageIdError,
   Outbox,
-} from 'nestjs-pg-idempotency';
+} from 'nestjs-pg-idempotency/messaging';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';

@@ -19,14 +19,18 @@ function brokerPackagesLoadedBy(modules: string[], then = ''): string[] {
 describe('without AMQP_URL: messaging is off', () => {
   it('never loads amqplib when the library and the demo are loaded and configured without a broker', () => {
     const library = `${DIST}/libs/idempotency/src/index.js`;
+    const messaging = `${DIST}/libs/idempotency/src/messaging/index.js`;
+    const rabbitmq = `${DIST}/libs/idempotency/src/rabbitmq/index.js`;
     const appModule = `${DIST}/apps/payments-api/src/app.module.js`;
     const microservice = `${DIST}/apps/payments-api/src/messaging/order-payments.microservice.js`;
     // A RabbitMqTransport that is constructed but not started must not load it either.
     const configure = `
       const { AppModule } = require(${JSON.stringify(appModule)});
       AppModule.register({ databaseUrl: 'postgres://unused', demoFaults: false });
-      new (require(${JSON.stringify(library)}).RabbitMqTransport)({ url: 'amqp://unused' });`;
-    expect(brokerPackagesLoadedBy([library, appModule, microservice], configure)).toEqual([]);
+      new (require(${JSON.stringify(rabbitmq)}).RabbitMqTransport)({ url: 'amqp://unused' });`;
+    expect(
+      brokerPackagesLoadedBy([library, messaging, rabbitmq, appModule, microservice], configure),
+    ).toEqual([]);
     // The check can fail: starting the transport's loader does load them.
     expect(brokerPackagesLoadedBy([library], `require('amqp-connection-manager');`)).toEqual([
       'amqplib',

@@ -9,13 +9,8 @@ import {
   TransactionHost,
 } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import {
-  IdempotencyMessagingModule,
-  IdempotencyModule,
-  Idempotent,
-  Inbox,
-  Outbox,
-} from 'nestjs-pg-idempotency';
+import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
+import { IdempotencyMessagingModule, Inbox, Outbox } from 'nestjs-pg-idempotency/messaging';
 import { ClsModule } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { Outbox, type InboxSettlement } from 'nestjs-pg-idempotency';
+import { Outbox, type InboxSettlement } from 'nestjs-pg-idempotency/messaging';
 import type { AppProcess } from '../support/app-process';
 import { TestDatabase } from '../support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from '../support/http';

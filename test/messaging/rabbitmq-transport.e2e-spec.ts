@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Logger, type LoggerService } from '@nestjs/common';
-import { RabbitMqTransport } from 'nestjs-pg-idempotency';
+import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
 import { brokerUrl, describeWithBroker, sleep, TestBroker, uniqueQueue } from './support/broker';
 
 /** Collects what the library logs, by level. */

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { IdempotencyCleanup, MessagingCleanup } from 'nestjs-pg-idempotency';
+import { IdempotencyCleanup } from 'nestjs-pg-idempotency';
+import { MessagingCleanup } from 'nestjs-pg-idempotency/messaging';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module';
 import { configFromEnv } from './config';

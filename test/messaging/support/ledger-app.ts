@@ -4,12 +4,11 @@ import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import {
-  FixedPatternDeserializer,
   IdempotencyMessagingModule,
   InboxHandler,
   type InboxSettlement,
-  RabbitMqTransport,
-} from 'nestjs-pg-idempotency';
+} from 'nestjs-pg-idempotency/messaging';
+import { FixedPatternDeserializer, RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
 import { brokerUrl } from './broker';

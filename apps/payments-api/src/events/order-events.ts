@@ -1,5 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { Outbox, type PublishedEvent } from 'nestjs-pg-idempotency';
+import { Outbox, type PublishedEvent } from 'nestjs-pg-idempotency/messaging';
 import { PAYMENTS_EXCHANGE } from '../messaging/messaging.config';
 import type { Order } from '../orders/order.entity';
 

@@ -1,4 +1,4 @@
-import type { InboxSettlement, OutboxMessage } from 'nestjs-pg-idempotency';
+import type { InboxSettlement, OutboxMessage } from 'nestjs-pg-idempotency/messaging';
 import { FAULT_HEADER } from './demo-faults';
 
 /**

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { IdempotencyMessagingModule, RabbitMqTransport } from 'nestjs-pg-idempotency';
+import { IdempotencyMessagingModule } from 'nestjs-pg-idempotency/messaging';
+import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
 import { MessageFaults } from '../faults/message-faults';
 import {
   deadLetterQueueOf,

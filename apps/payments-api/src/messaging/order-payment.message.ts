@@ -1,4 +1,4 @@
-import { UnprocessableMessageError } from 'nestjs-pg-idempotency';
+import { UnprocessableMessageError } from 'nestjs-pg-idempotency/messaging';
 
 /** A message of the `order-payments` queue: `{ "orderId": "<uuid>", "amountCents": 1500 }`. */
 export interface OrderPaymentMessage {

@@ -2,7 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { Ctx, EventPattern, Payload, type RmqContext } from '@nestjs/microservices';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { InboxHandler, UnprocessableMessageError } from 'nestjs-pg-idempotency';
+import { InboxHandler, UnprocessableMessageError } from 'nestjs-pg-idempotency/messaging';
 import { APP_CONFIG, type AppConfig } from '../app.config';
 import { Public } from '../auth/public.decorator';
 import { MessageFaults } from '../faults/message-faults';

@@ -1,5 +1,5 @@
 import { type RmqOptions, Transport } from '@nestjs/microservices';
-import { FixedPatternDeserializer } from 'nestjs-pg-idempotency';
+import { FixedPatternDeserializer } from 'nestjs-pg-idempotency/rabbitmq';
 import { type MessagingSettings, ORDER_PAYMENTS_PATTERN } from './messaging.config';
 
 /**
