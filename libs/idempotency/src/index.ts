@@ -47,5 +47,8 @@ export { IdempotencyKeyEntity } from './idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
 
-/** Every migration the library ships, in order; spread it into your DataSource's `migrations`. */
+/**
+ * The key table's migrations, in order; spread them into your DataSource's `migrations`. The
+ * messaging tables' are `messagingMigrations`, from nestjs-pg-idempotency/messaging.
+ */
 export { idempotencyMigrations } from './migrations';

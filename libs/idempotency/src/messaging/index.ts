@@ -34,3 +34,4 @@ export { derivedMessageId } from '../outbox/derived-message-id';
 export type { CurrentOperation } from '../current-operation';
 export { CreateInbox1764835200000 } from '../migrations/1764835200000-create-inbox';
 export { CreateOutbox1764835200100 } from '../migrations/1764835200100-create-outbox';
+export { messagingMigrations } from '../migrations/messaging-migrations';
