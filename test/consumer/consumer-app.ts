@@ -52,6 +52,7 @@ export class ConsumerApp {
         );
       }
       cpSync(join(FIXTURE, 'src'), join(dir, 'src'), { recursive: true });
+      cpSync(join(FIXTURE, 'entry-points'), join(dir, 'entry-points'), { recursive: true });
       cpSync(join(FIXTURE, 'tsconfig.json'), join(dir, 'tsconfig.json'));
       cpSync(join(FIXTURE, variant.packageJson), join(dir, 'package.json'));
       cpSync(tarball, join(dir, `${LIBRARY_NAME}.tgz`)); // the package.json names it file:./
@@ -78,6 +79,15 @@ export class ConsumerApp {
 
   libraryManifest(): LibraryManifest {
     return JSON.parse(readFileSync(join(this.libraryDir(), 'package.json'), 'utf8'));
+  }
+
+  /** Runs a script of the app (a path under it) on the app's Node and parses what it prints. */
+  async runJson<T>(script: string): Promise<T> {
+    const { stdout } = await run(this.runtime.node, [join(this.dir, script)], {
+      cwd: this.dir,
+      runtime: this.runtime,
+    });
+    return JSON.parse(stdout) as T;
   }
 
   /** Starts the compiled app (`dist/main.js`) on the given database. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join, relative } from 'node:path';
 import type { AppProcess } from '../support/app-process';
@@ -34,6 +34,41 @@ const OPTIONAL_PEERS = [
   'amqp-connection-manager',
   'amqplib',
 ];
+
+/** The package's entry points, the build file each resolves to, and some of their exports. */
+const ENTRY_POINTS = {
+  'nestjs-pg-idempotency': {
+    file: 'dist/index.js',
+    exports: ['IdempotencyModule', 'Idempotent', 'IdempotentPhases', 'idempotencyMigrations'],
+  },
+  'nestjs-pg-idempotency/messaging': {
+    file: 'dist/messaging/index.js',
+    exports: [
+      'IdempotencyMessagingModule',
+      'Inbox',
+      'InboxHandler',
+      'Outbox',
+      'messagingMigrations',
+    ],
+  },
+  'nestjs-pg-idempotency/rabbitmq': {
+    file: 'dist/rabbitmq/index.js',
+    exports: ['RabbitMqTransport', 'MESSAGE_ID_HEADER', 'FixedPatternDeserializer'],
+  },
+} as const;
+type EntryPoint = keyof typeof ENTRY_POINTS;
+
+/** What test/consumer/fixture/entry-points/cjs.cjs prints. */
+interface CommonJsReport {
+  entryPoints: Record<EntryPoint, { file: string; exports: string[]; libraryFiles: string[] }>;
+  deepImport: string;
+}
+
+/** What test/consumer/fixture/entry-points/esm.mjs prints. */
+interface EsModuleReport {
+  named: string[];
+  entryPoints: Record<EntryPoint, { file: string; exports: string[]; sameAsRequire: boolean }>;
+}
 
 /** What a user's app, installed from the tarball, must see: the same on every variant. */
 export function describeConsumer(variant: ConsumerVariant): void {
@@ -81,7 +116,11 @@ export function describeConsumer(variant: ConsumerVariant): void {
         relative(app.libraryDir(), file),
       );
       expect(files).toEqual(
-        expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'README.md', 'LICENSE']),
+        expect.arrayContaining([
+          ...Object.values(ENTRY_POINTS).flatMap(({ file }) => [file, file.replace(/js$/, 'd.ts')]),
+          'README.md',
+          'LICENSE',
+        ]),
       );
       const unexpected = files.filter(
         (file) =>
@@ -113,6 +152,63 @@ export function describeConsumer(variant: ConsumerVariant): void {
       expect([...imported].filter((name) => !declared.has(name) && !isBuiltin(name))).toEqual([]);
     });
 
+    describe('its three entry points, through the package\'s "exports"', () => {
+      let cjs: CommonJsReport;
+      let esm: EsModuleReport;
+
+      beforeAll(async () => {
+        cjs = await app.runJson<CommonJsReport>('entry-points/cjs.cjs');
+        esm = await app.runJson<EsModuleReport>('entry-points/esm.mjs');
+      }, 60_000);
+
+      it('resolves each one to its build file and the same exports, from CommonJS and from an ES module', () => {
+        expect(esm.named).toEqual(['function', 'function', 'function']);
+        const libraryDir = realpathSync(app.libraryDir());
+        for (const [specifier, expected] of Object.entries(ENTRY_POINTS)) {
+          const fromCjs = cjs.entryPoints[specifier as EntryPoint];
+          const fromEsm = esm.entryPoints[specifier as EntryPoint];
+          expect({ specifier, cjs: fromCjs.file, esm: fromEsm.file }).toEqual({
+            specifier,
+            cjs: join(libraryDir, expected.file),
+            esm: join(libraryDir, expected.file),
+          });
+          expect(fromCjs.exports).toEqual(expect.arrayContaining([...expected.exports]));
+          // Node finds the CommonJS build's names for named imports, and hands out one instance.
+          expect({ specifier, exports: fromEsm.exports }).toEqual({
+            specifier,
+            exports: fromCjs.exports,
+          });
+          expect({ specifier, sameAsRequire: fromEsm.sameAsRequire }).toEqual({
+            specifier,
+            sameAsRequire: true,
+          });
+        }
+        expect(cjs.deepImport).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+      });
+
+      it('exports each value from one entry point only, and loads no messaging code with the root', () => {
+        const exportedBy = (specifier: EntryPoint) => cjs.entryPoints[specifier].exports;
+        const all = Object.keys(ENTRY_POINTS).flatMap((s) => exportedBy(s as EntryPoint));
+        expect(all.filter((name, index) => all.indexOf(name) !== index)).toEqual([]);
+        const root = cjs.entryPoints['nestjs-pg-idempotency'].libraryFiles;
+        expect(root).toContain('index.js');
+        expect(root.filter((file) => /^(messaging|inbox|outbox|rabbitmq)\//.test(file))).toEqual(
+          [],
+        );
+        const messaging = cjs.entryPoints['nestjs-pg-idempotency/messaging'].libraryFiles;
+        expect(messaging).toContain('messaging/index.js');
+        expect(messaging.filter((file) => file.startsWith('rabbitmq/'))).toEqual([]);
+      });
+
+      it('loads every entry point without the optional peers installed', () => {
+        // The transport loads amqp-connection-manager (and amqplib) when it starts, not before.
+        expect(
+          OPTIONAL_PEERS.filter((name) => existsSync(join(app.dir, 'node_modules', name))),
+        ).toEqual([]);
+        expect(Object.keys(cjs.entryPoints)).toHaveLength(3);
+      });
+    });
+
     describe('running on its own PostgreSQL database', () => {
       let db: ScratchDatabase;
       let server: AppProcess;
@@ -142,6 +238,18 @@ export function describeConsumer(variant: ConsumerVariant): void {
           'SELECT status, response_code, response_body FROM idempotency_keys WHERE idem_key = $1',
           [key],
         );
+
+      it("has idempotency_keys from the root's idempotencyMigrations, and no messaging table", async () => {
+        const tables = await db.query<{ table_name: string }>(
+          `SELECT table_name FROM information_schema.tables
+            WHERE table_schema = 'public' ORDER BY table_name`,
+        );
+        expect(tables.map((table) => table.table_name)).toEqual([
+          'idempotency_keys',
+          'migrations',
+          'widgets',
+        ]);
+      });
 
       it("resolves the library's providers to one store and one options object, on the app's TransactionHost", async () => {
         const wiring = await (await fetch(`${server.url}/wiring`)).json();
