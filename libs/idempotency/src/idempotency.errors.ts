@@ -1,4 +1,5 @@
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem-details';
+import { IdempotencyError } from './idempotency-error';
 
 /** Problem `type` URIs of the answers the library gives itself (not stored, never replayed). */
 export const IdempotencyProblemType = {
@@ -23,14 +24,13 @@ export type RejectionReason =
   | 'fingerprint_mismatch'
   | 'released';
 
-export class IdempotencyRejection extends Error {
+export class IdempotencyRejection extends IdempotencyError {
   constructor(
     readonly reason: RejectionReason,
     readonly problem: ProblemDetails,
     readonly headers: Record<string, string> = {},
   ) {
     super(problem.detail ?? problem.title);
-    this.name = 'IdempotencyRejection';
   }
 
   get status(): number {

@@ -4,7 +4,7 @@ import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { resolveOptions } from './idempotency.defaults';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { CleanupScheduler } from './cleanup/cleanup.scheduler';
-import { IdempotencyCleanup } from './cleanup/idempotency-cleanup';
+import { IdempotencyCleanup, IdempotencyCleanupService } from './cleanup/idempotency-cleanup';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
@@ -38,7 +38,7 @@ import {
     IdempotencyEvents,
     CompletedResponseCache,
     InFlightKeys,
-    IdempotencyCleanup,
+    { provide: IdempotencyCleanup, useClass: IdempotencyCleanupService },
     CleanupScheduler,
     OpenApiDocumenter,
     IdempotencyKeyStore,

@@ -29,6 +29,7 @@ export type {
   TenantResolver,
 } from './idempotency.options';
 export { defaultShouldStore, principalTenantResolver } from './idempotency.defaults';
+export { IdempotencyError } from './idempotency-error';
 export { IdempotencyProblemType } from './idempotency.errors';
 export { isDatabaseUnavailable } from './postgres-errors';
 export {

@@ -19,21 +19,32 @@ export interface CleanupReport {
  * commits on its own, so the hot path never waits behind a long delete. A phased key whose lease
  * is live is never touched; an atomic claim in flight is uncommitted, hence invisible here.
  */
+export abstract class IdempotencyCleanup {
+  /**
+   * One cleanup run: batches of `batchSize` (default `cleanup.batchSize`) until one removes
+   * fewer, `maxBatches` ran (default: no limit) or `signal` aborts (the scheduler aborts it when
+   * the app shuts down, so a backlog never holds up shutdown).
+   */
+  abstract purgeExpired(limits?: {
+    batchSize?: number;
+    maxBatches?: number;
+    signal?: AbortSignal;
+  }): Promise<CleanupReport>;
+}
+
+/** The implementation Nest constructs; apps use `IdempotencyCleanup`. */
 @Injectable()
-export class IdempotencyCleanup {
+export class IdempotencyCleanupService extends IdempotencyCleanup {
   private readonly logger = new Logger('Idempotency');
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly transactions: TransactionHostRef,
     private readonly events: IdempotencyEvents,
-  ) {}
+  ) {
+    super();
+  }
 
-  /**
-   * One cleanup run: batches of `batchSize` (default `cleanup.batchSize`) until one removes
-   * fewer, `maxBatches` ran (default: no limit) or `signal` aborts (the scheduler aborts it when
-   * the app shuts down, so a backlog never holds up shutdown).
-   */
   async purgeExpired(
     limits: { batchSize?: number; maxBatches?: number; signal?: AbortSignal } = {},
   ): Promise<CleanupReport> {

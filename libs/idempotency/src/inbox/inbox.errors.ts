@@ -1,11 +1,12 @@
+import { IdempotencyError } from '../idempotency-error';
+
 /**
  * The message carries no usable producer-assigned id. Without one a redelivery cannot be told
  * from a new message, so it is dead-lettered: never applied, never silently dropped.
  */
-export class MissingMessageIdError extends Error {
+export class MissingMessageIdError extends IdempotencyError {
   constructor(detail: string) {
     super(`message has no usable producer-assigned id: ${detail}`);
-    this.name = 'MissingMessageIdError';
   }
 }
 
@@ -13,10 +14,9 @@ export class MissingMessageIdError extends Error {
  * Thrown by a handler for a message that can never be applied (malformed payload, unknown
  * subject). Its transaction rolls back and the message is dead-lettered at once, not retried.
  */
-export class UnprocessableMessageError extends Error {
+export class UnprocessableMessageError extends IdempotencyError {
   constructor(message: string) {
     super(message);
-    this.name = 'UnprocessableMessageError';
   }
 }
 
@@ -26,9 +26,8 @@ export class UnprocessableMessageError extends Error {
  * of the message: retry it later, without counting an attempt; by then the twin has either
  * committed (the retry is a duplicate) or rolled back (the retry applies it).
  */
-export class MessageInFlightError extends Error {
+export class MessageInFlightError extends IdempotencyError {
   constructor(waitedMs: number) {
     super(`another delivery of this message is still being processed (waited ${waitedMs} ms)`);
-    this.name = 'MessageInFlightError';
   }
 }

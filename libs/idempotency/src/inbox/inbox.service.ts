@@ -14,14 +14,7 @@ export type InboxOutcome<T> =
  * Applies each message once per consumer, for any transport: the processed-message row and the
  * handler's writes commit in one transaction, or neither does.
  */
-@Injectable()
-export class Inbox {
-  constructor(
-    @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
-    private readonly store: InboxStore,
-    private readonly txHost: MessagingTransactionHost,
-  ) {}
-
+export abstract class Inbox {
   /**
    * Runs `handler` in a new transaction together with the claim of `(consumer, messageId)`.
    * Resolves after COMMIT, so the caller acknowledges only what is durable. A message already
@@ -32,6 +25,27 @@ export class Inbox {
    * `messageId` must be assigned by the producer (AMQP `message-id`, a Kafka header…), never a
    * delivery tag or an offset: those change when the broker delivers again.
    */
+  abstract process<T>(
+    consumer: string,
+    messageId: string | undefined,
+    handler: () => Promise<T>,
+  ): Promise<InboxOutcome<T>>;
+
+  /** Counts one failed delivery of the message; returns the attempts so far. */
+  abstract recordFailure(consumer: string, messageId: string, error: unknown): Promise<number>;
+}
+
+/** The implementation Nest constructs; apps use `Inbox`. */
+@Injectable()
+export class InboxService extends Inbox {
+  constructor(
+    @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly store: InboxStore,
+    private readonly txHost: MessagingTransactionHost,
+  ) {
+    super();
+  }
+
   async process<T>(
     consumer: string,
     messageId: string | undefined,
@@ -52,7 +66,6 @@ export class Inbox {
     );
   }
 
-  /** Counts one failed delivery of the message; returns the attempts so far. */
   recordFailure(consumer: string, messageId: string, error: unknown): Promise<number> {
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     return this.store.recordFailure(consumer, messageId, text);

@@ -28,6 +28,8 @@ export {
   MissingMessageIdError,
   UnprocessableMessageError,
 } from '../inbox/inbox.errors';
+// The base of those errors (also the root's), so `instanceof IdempotencyError` needs no second import.
+export { IdempotencyError } from '../idempotency-error';
 export { Outbox, type OutboxEvent, type PublishedEvent } from '../outbox/outbox.service';
 export { OutboxRelay, type RelayBatchResult } from '../outbox/outbox-relay';
 export { derivedMessageId } from '../outbox/derived-message-id';

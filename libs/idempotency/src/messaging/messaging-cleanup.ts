@@ -24,8 +24,20 @@ export interface CleanupResult {
  * outbox rows past `outbox.retentionSeconds`, in bounded batches (short statements, short
  * locks), on a schedule in every process or on demand with `purge()`.
  */
+export abstract class MessagingCleanup {
+  /**
+   * One bounded cleanup run: at most `cleanup.maxBatches` statements per table, fewer once
+   * `signal` aborts (the scheduled run's, at shutdown).
+   */
+  abstract purge(signal?: AbortSignal): Promise<CleanupResult>;
+}
+
+/** The implementation Nest constructs; apps use `MessagingCleanup`. */
 @Injectable()
-export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationShutdown {
+export class MessagingCleanupService
+  extends MessagingCleanup
+  implements OnApplicationBootstrap, OnApplicationShutdown
+{
   private readonly logger = new Logger('MessagingCleanup');
   private readonly task = new PeriodicTask(
     (signal) => this.purge(signal),
@@ -36,7 +48,9 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly inboxStore: InboxStore,
     private readonly outboxStore: OutboxStore,
-  ) {}
+  ) {
+    super();
+  }
 
   onApplicationBootstrap(): void {
     const seconds = this.options.cleanup.intervalSeconds;
@@ -47,10 +61,6 @@ export class MessagingCleanup implements OnApplicationBootstrap, OnApplicationSh
     return this.task.stop();
   }
 
-  /**
-   * One bounded cleanup run: at most `cleanup.maxBatches` statements per table, fewer once
-   * `signal` aborts (the scheduled run's, at shutdown).
-   */
   async purge(signal?: AbortSignal): Promise<CleanupResult> {
     const { inbox, outbox, cleanup } = this.options;
     const result: CleanupResult = {

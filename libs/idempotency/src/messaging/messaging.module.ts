@@ -1,11 +1,11 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { InboxInterceptor } from '../inbox/inbox.interceptor';
-import { Inbox } from '../inbox/inbox.service';
+import { Inbox, InboxService } from '../inbox/inbox.service';
 import { InboxStore } from '../inbox/inbox.store';
-import { OutboxRelay } from '../outbox/outbox-relay';
-import { Outbox } from '../outbox/outbox.service';
+import { OutboxRelay, OutboxRelayService } from '../outbox/outbox-relay';
+import { Outbox, OutboxService } from '../outbox/outbox.service';
 import { OutboxStore } from '../outbox/outbox.store';
-import { MessagingCleanup } from './messaging-cleanup';
+import { MessagingCleanup, MessagingCleanupService } from './messaging-cleanup';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import { resolveMessagingOptions } from './messaging.defaults';
 import {
@@ -32,12 +32,12 @@ import { TransportLifecycle } from './transport-lifecycle';
     },
     MessagingTransactionHost,
     InboxStore,
-    Inbox,
+    { provide: Inbox, useClass: InboxService },
     InboxInterceptor,
     OutboxStore,
-    Outbox,
-    OutboxRelay,
-    MessagingCleanup,
+    { provide: Outbox, useClass: OutboxService },
+    { provide: OutboxRelay, useClass: OutboxRelayService },
+    { provide: MessagingCleanup, useClass: MessagingCleanupService },
     TransportLifecycle,
   ],
   exports: [MESSAGING_OPTIONS, Inbox, InboxInterceptor, Outbox, OutboxRelay, MessagingCleanup],

@@ -28,8 +28,23 @@ export interface RelayBatchResult {
  * dead connection: they are published again under the same message id (at least once), and the
  * consumers' inbox drops the copy. Safe to run in every process at once.
  */
+export abstract class OutboxRelay {
+  /** Starts polling in the background; a no-op when already running. */
+  abstract start(): void;
+
+  /** Stops polling and waits for the batch in flight. */
+  abstract stop(): Promise<void>;
+
+  /** Relays one batch of due rows now. */
+  abstract relayOnce(): Promise<RelayBatchResult>;
+}
+
+/** The implementation Nest constructs; apps use `OutboxRelay`. */
 @Injectable()
-export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class OutboxRelayService
+  extends OutboxRelay
+  implements OnApplicationBootstrap, BeforeApplicationShutdown
+{
   private readonly logger = new Logger('OutboxRelay');
   private running = false;
   private loop?: Promise<void>;
@@ -39,7 +54,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: OutboxStore,
     private readonly txHost: MessagingTransactionHost,
-  ) {}
+  ) {
+    super();
+  }
 
   onApplicationBootstrap(): void {
     if (this.options.outbox.relay) this.start();
@@ -49,7 +66,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     await this.stop();
   }
 
-  /** Starts polling in the background; a no-op when already running. */
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -59,7 +75,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     );
   }
 
-  /** Stops polling and waits for the batch in flight. */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
@@ -67,7 +82,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.loop = undefined;
   }
 
-  /** Relays one batch of due rows now. */
   async relayOnce(): Promise<RelayBatchResult> {
     const transport = this.options.transport;
     if (!transport?.publish) throw new Error('OutboxRelay: the messaging transport cannot publish');

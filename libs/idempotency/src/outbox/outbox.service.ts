@@ -35,19 +35,26 @@ export interface PublishedEvent {
  * The transactional outbox: `publish()` writes the event in the caller's transaction, so it
  * exists exactly when the business change does. The relay sends it after the commit.
  */
-@Injectable()
-export class Outbox {
-  constructor(
-    private readonly store: OutboxStore,
-    private readonly txHost: MessagingTransactionHost,
-  ) {}
-
+export abstract class Outbox {
   /**
    * Must run inside a transaction (an `@Idempotent()` route, an `@InboxHandler()`,
    * `@Transactional()`): an event written on its own would survive the rollback of the change
    * it announces. The message id is, in order: `event.messageId`; derived from the idempotency
    * key or the inbox message and the step; otherwise a random UUID, fixed in the row.
    */
+  abstract publish(event: OutboxEvent): Promise<PublishedEvent>;
+}
+
+/** The implementation Nest constructs; apps use `Outbox`. */
+@Injectable()
+export class OutboxService extends Outbox {
+  constructor(
+    private readonly store: OutboxStore,
+    private readonly txHost: MessagingTransactionHost,
+  ) {
+    super();
+  }
+
   async publish(event: OutboxEvent): Promise<PublishedEvent> {
     if (!this.txHost.isTransactionActive()) {
       throw new Error(

@@ -33,29 +33,56 @@ export interface PhaseFetchInit extends RequestInit {
  * each a unique name, and let them return plain JSON (what you get back is the JSON copy, on
  * the first attempt as on a resumed one).
  */
-export class IdempotentPhases {
-  private readonly committed: Record<string, unknown>;
-  private lastPoint: string | null;
-
-  constructor(private readonly context: PhasesContext) {
-    this.committed = { ...context.stepState };
-    this.lastPoint = context.recoveryPoint;
-  }
-
+export abstract class IdempotentPhases {
   /** The last recovery point committed for this key (`null` before the first). */
-  get recoveryPoint(): string | null {
-    return this.lastPoint;
-  }
+  abstract get recoveryPoint(): string | null;
 
   /** True when an earlier attempt had committed recovery points: this one resumes. */
-  get resumed(): boolean {
-    return this.context.recoveryPoint !== null;
-  }
+  abstract get resumed(): boolean;
 
   /**
    * Runs `work` in a transaction and commits its writes together with the recovery point
    * `name` and its result. Writes through `txHost.tx` join that transaction.
    */
+  abstract transaction<T>(name: string, work: () => Promise<T>): Promise<T>;
+
+  /**
+   * Runs `work` outside any transaction (a call to another system must not hold one open),
+   * then records its result as the recovery point `name`. A crash in between runs `work` again
+   * on the retry: make it idempotent downstream, with `childKey`/`fetch`.
+   */
+  abstract external<T>(name: string, work: () => Promise<T>): Promise<T>;
+
+  /**
+   * The key for the downstream call `step`: the same on every retry of this request, different
+   * for another tenant or route using the same key, and for the same key claimed anew after it
+   * expired (a new operation must not be deduplicated into the old one downstream).
+   */
+  abstract childKey(step: string): string;
+
+  /** `fetch` that sends `childKey(step)` as the downstream idempotency key (never ours). */
+  abstract fetch(step: string, url: string | URL, init?: PhaseFetchInit): Promise<Response>;
+}
+
+/** The phases of one attempt, under its lease: the phased runner makes one per request. */
+export class LeasedPhases extends IdempotentPhases {
+  private readonly committed: Record<string, unknown>;
+  private lastPoint: string | null;
+
+  constructor(private readonly context: PhasesContext) {
+    super();
+    this.committed = { ...context.stepState };
+    this.lastPoint = context.recoveryPoint;
+  }
+
+  get recoveryPoint(): string | null {
+    return this.lastPoint;
+  }
+
+  get resumed(): boolean {
+    return this.context.recoveryPoint !== null;
+  }
+
   async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
     if (name in this.committed) return this.committed[name] as T;
     const recorded = await this.context.txHost.withTransaction(async () => {
@@ -72,11 +99,6 @@ export class IdempotentPhases {
     return this.remember(name, recorded) as T;
   }
 
-  /**
-   * Runs `work` outside any transaction (a call to another system must not hold one open),
-   * then records its result as the recovery point `name`. A crash in between runs `work` again
-   * on the retry: make it idempotent downstream, with `childKey`/`fetch`.
-   */
   async external<T>(name: string, work: () => Promise<T>): Promise<T> {
     if (name in this.committed) return this.committed[name] as T;
     const value = toJson(await work());
@@ -84,17 +106,11 @@ export class IdempotentPhases {
     return this.remember(name, value) as T;
   }
 
-  /**
-   * The key for the downstream call `step`: the same on every retry of this request, different
-   * for another tenant or route using the same key, and for the same key claimed anew after it
-   * expired (a new operation must not be deduplicated into the old one downstream).
-   */
   childKey(step: string): string {
     const { tenantId, scope, key } = this.context.id;
     return childKey(`${tenantId}\u0000${scope}\u0000${key}\u0000${this.context.generation}`, step);
   }
 
-  /** `fetch` that sends `childKey(step)` as the downstream idempotency key (never ours). */
   fetch(step: string, url: string | URL, init: PhaseFetchInit = {}): Promise<Response> {
     const { timeoutMs, ...requestInit } = init;
     const headers = new Headers(requestInit.headers);

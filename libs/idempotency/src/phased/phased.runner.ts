@@ -11,7 +11,7 @@ import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimConflictError } from '../postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
-import { IdempotentPhases } from './idempotent-phases';
+import { type IdempotentPhases, LeasedPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
 import type { LeaseClaim } from './lease.statements';
 import { LeaseStore } from './lease.store';
@@ -56,7 +56,7 @@ export class PhasedRunner implements IdempotentRunner {
       this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
     }
 
-    const phases = new IdempotentPhases({
+    const phases = new LeasedPhases({
       id,
       owner,
       leaseSeconds,
