@@ -51,7 +51,7 @@ export interface IdempotencyModuleOptions {
   leaseSeconds?: number;
   /**
    * Who owns a key. Default: the authenticated principal at `request.user`
-   * (`tenantId`, else `id`, else `sub`); no principal means one shared anonymous scope.
+   * (`tenantId`, else `userId`, else `id`, else `sub`); no principal means one shared anonymous scope.
    * Never read a client-controlled header here unless you authenticate it.
    */
   tenantResolver?: TenantResolver;
