@@ -33,7 +33,13 @@ export default tseslint.config(
   {
     // Tests read what the wire and the database return: supertest's `body` and TypeORM's raw
     // `query()` rows are `any` by design, and the assertions are what checks their shape.
-    files: ['test/**/*.ts', '**/*.spec.ts', '**/*.e2e-spec.ts', 'bench/**/*.ts'],
+    files: [
+      'test/**/*.ts',
+      'libs/*/test/**/*.ts',
+      '**/*.spec.ts',
+      '**/*.e2e-spec.ts',
+      'bench/**/*.ts',
+    ],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -15,9 +15,9 @@ import {
 } from 'nestjs-pg-idempotency/messaging';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { TestDatabase } from '../support/database';
 import { libraryInfrastructure } from '../support/library-infrastructure';
+import { migrateTestDatabase } from '../support/migrations';
+import { TestDatabase } from '../support/test-database';
 
 /** A side effect in the same database: one row per application. */
 @Injectable()
@@ -77,10 +77,7 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     const dataSource = app.get(DataSource);
-    await runMigrations(dataSource);
-    await dataSource.query(
-      `CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
-    );
+    await migrateTestDatabase(dataSource); // messaging_test_effects included
     await app.init();
     db = new TestDatabase();
     inbox = app.get(Inbox);

@@ -21,11 +21,9 @@ import {
 } from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createProviderStub } from '../../apps/provider-stub/src/provider-stub.app';
-import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { providerCharges } from '../support/provider';
-import { databaseUrl } from '../support/test-app';
 import { libraryInfrastructure } from '../support/library-infrastructure';
+import { migrateTestDatabase } from '../support/migrations';
+import { providerCharges, startChargeRecorder } from './charge-recorder';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let providerUrl = '';
@@ -95,13 +93,12 @@ async function charge(phases: IdempotentPhases, step: string, reference: string)
 
 describe('phased mode in a bare app', () => {
   let app: INestApplication;
-  let provider: INestApplication;
+  let provider: { url: string; close(): Promise<void> };
   let dataSource: DataSource;
 
   beforeAll(async () => {
-    provider = await createProviderStub({ databaseUrl: databaseUrl(), demoFaults: false });
-    await provider.listen(0, '127.0.0.1');
-    providerUrl = (await provider.getUrl()).replace('[::1]', '127.0.0.1');
+    provider = await startChargeRecorder();
+    providerUrl = provider.url;
 
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -115,15 +112,12 @@ describe('phased mode in a bare app', () => {
     app = moduleRef.createNestApplication({ logger: false });
     app.useGlobalPipes(new ValidationPipe({ transform: true }));
     dataSource = app.get(DataSource);
-    await runMigrations(dataSource);
-    await dataSource.query(
-      `CREATE TABLE IF NOT EXISTS phased_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
-    );
+    await migrateTestDatabase(dataSource); // phased_test_effects included
     await app.init();
   });
   afterAll(async () => {
-    await app.close();
-    await provider.close();
+    await app?.close();
+    await provider?.close();
   });
 
   const post = (path: string, body: object, headers: Record<string, string>) =>

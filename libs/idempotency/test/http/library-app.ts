@@ -21,11 +21,11 @@ import { Exclude } from 'class-transformer';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { DataSource } from 'typeorm';
-import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
 import {
   type InfrastructureOptions,
   libraryInfrastructure,
 } from '../support/library-infrastructure';
+import { migrateTestDatabase } from '../support/migrations';
 
 /** Every handler records its side effect here, through the transaction. */
 @Injectable()
@@ -287,10 +287,7 @@ export async function createLibraryApp(
   app.useGlobalPipes(new ValidationPipe({ transform: true }));
   configure(app);
   const dataSource = app.get(DataSource);
-  await runMigrations(dataSource);
-  await dataSource.query(
-    `CREATE TABLE IF NOT EXISTS library_test_effects (id serial PRIMARY KEY, route text NOT NULL, tag text NOT NULL)`,
-  );
+  await migrateTestDatabase(dataSource); // library_test_effects included
   await app.init();
   return { app, dataSource };
 }

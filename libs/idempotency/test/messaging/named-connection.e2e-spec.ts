@@ -14,10 +14,9 @@ import { IdempotencyMessagingModule, Inbox, Outbox } from 'nestjs-pg-idempotency
 import { ClsModule } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { paymentsApiMigrations } from '../../migrations';
-import { runMigrations } from '../../apps/payments-api/src/database/run-migrations';
-import { TestDatabase } from '../support/database';
-import { databaseUrl } from '../support/test-app';
+import { databaseUrl } from '../support/database-url';
+import { libraryMigrations, migrateTestDatabase } from '../support/migrations';
+import { TestDatabase } from '../support/test-database';
 
 const CONNECTION = 'ledger';
 
@@ -60,7 +59,7 @@ function modules(connectionName: string) {
     TypeOrmModule.forRoot({
       type: 'postgres',
       url: databaseUrl(),
-      migrations: paymentsApiMigrations,
+      migrations: libraryMigrations,
     }),
     ClsModule.forRoot({
       global: true,
@@ -92,10 +91,7 @@ describe('the messaging module on a named transactional connection (transactionC
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     const dataSource = app.get(DataSource);
-    await runMigrations(dataSource);
-    await dataSource.query(
-      `CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
-    );
+    await migrateTestDatabase(dataSource); // messaging_test_effects included
     await app.init();
     db = new TestDatabase();
   });

@@ -1,0 +1,45 @@
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { databaseUrl } from './database-url';
+import { libraryMigrations } from './migrations';
+
+/** Transaction settings a user's app may give TypeORM or the transactional adapter. */
+export interface InfrastructureOptions {
+  /** TypeORM's DataSource-wide isolation level. */
+  isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+  /** The adapter's options for every transaction it opens. */
+  defaultTxOptions?: { isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' };
+  /** Connections in the pool (node-postgres's default, 10, when unset). */
+  poolSize?: number;
+}
+
+/**
+ * What a user's app registers before the library, as in the README: TypeORM on the run's
+ * PostgreSQL with the library's migrations, and nestjs-cls with the transactional plugin and its
+ * TypeORM adapter.
+ */
+export function libraryInfrastructure(options: InfrastructureOptions = {}) {
+  return [
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: databaseUrl(),
+      migrations: libraryMigrations,
+      isolationLevel: options.isolationLevel,
+      ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
+    }),
+    ClsModule.forRoot({
+      global: true,
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [TypeOrmModule],
+          adapter: new TransactionalAdapterTypeOrm({
+            dataSourceToken: getDataSourceToken(),
+            defaultTxOptions: options.defaultTxOptions,
+          }),
+        }),
+      ],
+    }),
+  ];
+}
