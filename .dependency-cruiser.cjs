@@ -1,5 +1,6 @@
 /**
- * The circle check (`npm run deps:check`): no module may reach itself through its imports.
+ * The circle check (`npm run deps:check`): no module may reach itself through its imports. And
+ * nothing under `libs/` (the library and its suites) imports the demo, its migrations or `test/`.
  *
  * Type-only imports count. They vanish from the emitted JavaScript, so they cannot break the
  * load order today, but two files that name each other's types still cannot be read or moved
@@ -18,6 +19,15 @@ module.exports = {
         'a file of its own that both import.',
       from: { path: '^(libs|apps|tools|bench|test|migrations)/' },
       to: { circular: true },
+    },
+    {
+      name: 'library-tests-stand-alone',
+      severity: 'error',
+      comment:
+        "The library's suites use the library as a user would, with a support layer of their own " +
+        '(libs/idempotency/test/support/): not the demo, its migrations or its tests.',
+      from: { path: '^libs/' },
+      to: { path: '^(apps|migrations|test)/' },
     },
   ],
   options: {

@@ -7,6 +7,7 @@ const LIBRARY = join(WORKSPACE, 'libs/idempotency');
 const NOT_PACKED = new Set([
   'dist',
   'node_modules',
+  'test', // the library's own suites (libs/idempotency/test/)
   'api-report',
   'api-extractor.json',
   'api-extractor.messaging.json',
