@@ -29,6 +29,20 @@ module.exports = {
       from: { path: '^libs/' },
       to: { path: '^(apps|migrations|test)/' },
     },
+    {
+      name: 'library-layers',
+      severity: 'error',
+      comment:
+        "The library's folders follow its entry points: shared/ serves the others and imports none " +
+        'of them, the HTTP path and messaging do not import each other, and only rabbitmq/ (the ' +
+        'transport) imports messaging/ (the contract it implements).',
+      from: { path: '^libs/idempotency/src/(shared|http|messaging)/', pathNot: '\\.spec\\.ts$' },
+      // $1: the importing file's own folder, which it may of course import.
+      to: {
+        path: '^libs/idempotency/src/(http|messaging|rabbitmq)/',
+        pathNot: '^libs/idempotency/src/$1/',
+      },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

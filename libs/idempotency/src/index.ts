@@ -1,12 +1,12 @@
 import type { NestInterceptor, Type } from '@nestjs/common';
-import { IdempotencyInterceptor as IdempotencyRequestInterceptor } from './idempotency.interceptor';
+import { IdempotencyInterceptor as IdempotencyRequestInterceptor } from './http/idempotency.interceptor';
 
-export { IdempotencyModule } from './idempotency.module';
+export { IdempotencyModule } from './http/idempotency.module';
 export type {
   IdempotencyModuleAsyncOptions,
   IdempotencyModuleRootOptions,
-} from './idempotency.module-definition';
-export { Idempotent } from './idempotent.decorator';
+} from './http/idempotency.module-definition';
+export { Idempotent } from './http/idempotent.decorator';
 
 /**
  * The interceptor `@Idempotent()` attaches. Register it globally (`APP_INTERCEPTOR` with
@@ -14,12 +14,12 @@ export { Idempotent } from './idempotent.decorator';
  * Typed as a plain Nest interceptor: its constructor is the module's business.
  */
 export const IdempotencyInterceptor: Type<NestInterceptor> = IdempotencyRequestInterceptor;
-export { Phases } from './phased/phases.decorator';
-export { IdempotentPhases, type PhaseFetchInit } from './phased/idempotent-phases';
-export { LeaseLostError } from './phased/lease-lost.error';
-export { childKey } from './child-key';
-export { IdempotencyCleanup, type CleanupReport } from './cleanup/idempotency-cleanup';
-export type { IdempotencyEvent, IdempotencyEventType } from './events/idempotency-event';
+export { Phases } from './http/phased/phases.decorator';
+export { IdempotentPhases, type PhaseFetchInit } from './http/phased/idempotent-phases';
+export { LeaseLostError } from './http/phased/lease-lost.error';
+export { childKey } from './http/phased/child-key';
+export { IdempotencyCleanup, type CleanupReport } from './http/cleanup/idempotency-cleanup';
+export type { IdempotencyEvent, IdempotencyEventType } from './http/events/idempotency-event';
 export type {
   IdempotencyModuleOptions,
   IdempotentOptions,
@@ -27,24 +27,24 @@ export type {
   ReplayContext,
   StoredResponse,
   TenantResolver,
-} from './idempotency.options';
-export { defaultShouldStore, principalTenantResolver } from './idempotency.defaults';
-export { IdempotencyError } from './idempotency-error';
-export { IdempotencyProblemType } from './idempotency.errors';
-export { isDatabaseUnavailable } from './postgres-errors';
+} from './http/idempotency.options';
+export { defaultShouldStore, principalTenantResolver } from './http/idempotency.defaults';
+export { IdempotencyError } from './shared/idempotency-error';
+export { IdempotencyProblemType } from './http/idempotency.errors';
+export { isDatabaseUnavailable } from './shared/postgres-errors';
 export {
   PROBLEM_CONTENT_TYPE,
   problemFromException,
   renderProblem,
   type ProblemDetails,
-} from './problem-details';
+} from './http/problem-details';
 export {
   canonicalJson,
   MAX_BODY_DEPTH,
   requestFingerprint,
   type FingerprintInput,
-} from './fingerprint';
-export { IdempotencyKeyEntity } from './idempotency-key.entity';
+} from './http/fingerprint';
+export { IdempotencyKeyEntity } from './http/idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
 

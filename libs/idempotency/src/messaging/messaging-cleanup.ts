@@ -5,9 +5,9 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { InboxStore } from '../inbox/inbox.store';
-import { OutboxStore } from '../outbox/outbox.store';
-import { drainInBatches, PeriodicTask } from '../periodic-task';
+import { InboxStore } from './inbox/inbox.store';
+import { OutboxStore } from './outbox/outbox.store';
+import { drainInBatches, PeriodicTask } from '../shared/periodic-task';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import type { ResolvedMessagingOptions } from './messaging.defaults';
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { lookUpTransactionHost } from '../transaction-host.lookup';
+import { lookUpTransactionHost } from '../shared/transaction-host.lookup';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import type { ResolvedMessagingOptions } from './messaging.defaults';
 

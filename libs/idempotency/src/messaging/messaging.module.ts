@@ -1,10 +1,10 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { InboxInterceptor } from '../inbox/inbox.interceptor';
-import { Inbox, InboxService } from '../inbox/inbox.service';
-import { InboxStore } from '../inbox/inbox.store';
-import { OutboxRelay, OutboxRelayService } from '../outbox/outbox-relay';
-import { Outbox, OutboxService } from '../outbox/outbox.service';
-import { OutboxStore } from '../outbox/outbox.store';
+import { InboxInterceptor } from './inbox/inbox.interceptor';
+import { Inbox, InboxService } from './inbox/inbox.service';
+import { InboxStore } from './inbox/inbox.store';
+import { OutboxRelay, OutboxRelayService } from './outbox/outbox-relay';
+import { Outbox, OutboxService } from './outbox/outbox.service';
+import { OutboxStore } from './outbox/outbox.store';
 import { MessagingCleanup, MessagingCleanupService } from './messaging-cleanup';
 import { MESSAGING_OPTIONS } from './messaging.constants';
 import { resolveMessagingOptions } from './messaging.defaults';

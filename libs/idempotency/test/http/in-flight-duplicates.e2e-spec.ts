@@ -5,7 +5,7 @@ import request from 'supertest';
 import { IdempotencyModule, IdempotencyProblemType, Idempotent } from 'nestjs-pg-idempotency';
 import type { DataSource } from 'typeorm';
 // Not public: the test reads how many keys are in flight, to see that none is left behind.
-import { InFlightKeys } from '../../src/replay/in-flight-keys';
+import { InFlightKeys } from '../../src/http/replay/in-flight-keys';
 import { createLibraryApp, Effects } from './library-app';
 
 class SlowDto {

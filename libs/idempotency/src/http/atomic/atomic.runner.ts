@@ -1,0 +1,181 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { bindCurrentOperation } from '../../shared/current-operation';
+import { IdempotencyEvents } from '../events/idempotency-events';
+import { resolveExistingKey, type StoredReplay } from '../existing-key';
+import { settleHandler, UnstoredOutcome } from '../handler-outcome';
+import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
+import { IdempotencyRejection } from '../idempotency.errors';
+import type { StoredResponse } from '../idempotency.options';
+import {
+  type ClaimResult,
+  claimFailure,
+  claimResultFrom,
+  claimStatement,
+  recordFailure,
+  recordStatement,
+  SAVEPOINT_STATEMENTS,
+} from '../idempotency-key.statements';
+import { IdempotencyKeyStore } from '../idempotency-key.store';
+import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
+import { ClaimConflictError } from '../../shared/postgres-errors';
+import { TransactionHostRef } from '../transaction-host.ref';
+import { BatchedTransaction } from './batched-transaction';
+import { PreparedStatements } from './prepared-statements';
+
+/** How the transaction around the handler sends the claim and the record. */
+interface ClaimedTransaction {
+  /** The claim's first attempt; the savepoint is taken with it when `savepointTaken`. */
+  firstClaim(): Promise<ClaimResult>;
+  savepointTaken: boolean;
+  /** Records the response; it commits with the handler's writes, or not at all. */
+  record(response: StoredResponse): Promise<void>;
+}
+
+/**
+ * The default mode: claim, handler writes and recorded response in ONE transaction. There is
+ * no state in which the effect exists without its key row, or the key row without the effect.
+ *
+ * When no transaction is active yet, the runner opens it itself (`BatchedTransaction`): the
+ * claim and the savepoint ride on START TRANSACTION and the record on COMMIT, so a create costs
+ * the round trips of the handler alone plus none. Inside a transaction someone else opened, the
+ * request joins it and each statement goes on its own.
+ */
+@Injectable()
+export class AtomicRunner implements IdempotentRunner {
+  private readonly logger = new Logger('Idempotency');
+  private readonly prepared: PreparedStatements | undefined;
+
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly store: IdempotencyKeyStore,
+    private readonly transactions: TransactionHostRef,
+    private readonly events: IdempotencyEvents,
+  ) {
+    this.prepared = options.preparedStatements ? new PreparedStatements() : undefined;
+  }
+
+  async run(request: IdempotentRequest): Promise<Outcome> {
+    const { label } = request;
+    try {
+      return await this.inTransaction(request);
+    } catch (error) {
+      if (error instanceof ClaimConflictError) {
+        this.logger.debug(
+          `key ${label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
+        );
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
+      }
+      if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
+        this.logger.debug(`key ${label} released after a transient failure`);
+      }
+      throw error;
+    }
+  }
+
+  private inTransaction(request: IdempotentRequest): Promise<Outcome> {
+    const claimStarted = performance.now();
+    const { id, requestHash } = request;
+    const own = this.transactions.ownTransaction();
+    if (!own) {
+      return this.transactions.host.withTransaction(() =>
+        this.execute(request, claimStarted, {
+          firstClaim: () =>
+            this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
+          savepointTaken: false,
+          record: (response) => this.store.record(id, response),
+        }),
+      );
+    }
+    const claim = claimStatement(
+      id,
+      requestHash,
+      this.ttlSeconds(request),
+      this.options.lockTimeoutMs,
+    );
+    return BatchedTransaction.run(
+      own.dataSource,
+      {
+        isolationLevel: own.isolationLevel,
+        prepared: this.prepared,
+        afterStart: [claim, ...SAVEPOINT_STATEMENTS],
+        startFailure: claimFailure,
+      },
+      (transaction, [claimRows]) =>
+        this.transactions.runWith(transaction.manager, () =>
+          this.execute(request, claimStarted, {
+            firstClaim: () => Promise.resolve(claimResultFrom(claimRows ?? [])),
+            savepointTaken: true,
+            // Sent with the COMMIT, in the same round trip.
+            record: (response) => {
+              transaction.commitWith([recordStatement(id, response)], recordFailure);
+              return Promise.resolve();
+            },
+          }),
+        ),
+    );
+  }
+
+  private async execute(
+    request: IdempotentRequest,
+    claimStarted: number,
+    transaction: ClaimedTransaction,
+  ): Promise<Outcome> {
+    const { id, label } = request;
+    const claim = await this.claim(request, transaction);
+    if ('response' in claim) return { kind: 'replayed', ...claim };
+    // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
+    bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
+    this.events.emit({
+      type: 'claimed',
+      scope: id.scope,
+      mode: 'atomic',
+      claimMs: performance.now() - claimStarted,
+    });
+    if (!claim.savepointTaken) await this.store.savepoint();
+    const { response, failed } = await settleHandler(request, this.options, () =>
+      this.store.rollbackToSavepoint(),
+    );
+    await transaction.record(response);
+    this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+    return { kind: 'executed', response, failed };
+  }
+
+  /** Claims the key (its generation) or returns the response to replay; throws rejections. */
+  private async claim(
+    request: IdempotentRequest,
+    transaction: ClaimedTransaction,
+  ): Promise<StoredReplay | { generation: string; savepointTaken: boolean }> {
+    const { id, requestHash } = request;
+    let result = await transaction.firstClaim();
+    for (let attempt = 0; ; attempt++) {
+      if (result.claimed)
+        return {
+          generation: result.generation,
+          savepointTaken: attempt === 0 && transaction.savepointTaken,
+        };
+      // The twin committed while this claim waited on it: read it with a fresh snapshot.
+      const existing = result.existing ?? (await this.store.read(id));
+      if (existing) {
+        const resolution = resolveExistingKey(
+          existing,
+          requestHash,
+          this.options.retryAfterSeconds,
+        );
+        if (resolution !== 'expired') return resolution;
+        await this.store.deleteExpired(id);
+      } // else: deleted in between (expiry cleanup): claim again
+      if (attempt === 1) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      result = await this.store.claim(
+        id,
+        requestHash,
+        this.ttlSeconds(request),
+        this.options.lockTimeoutMs,
+      );
+    }
+  }
+
+  private ttlSeconds(request: IdempotentRequest): number {
+    return request.route.ttlSeconds ?? this.options.ttlSeconds;
+  }
+}

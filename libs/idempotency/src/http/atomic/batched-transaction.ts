@@ -1,0 +1,228 @@
+import { Logger } from '@nestjs/common';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { sqlState } from '../../shared/postgres-errors';
+import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../../shared/sql-literals';
+import { type PreparedStatements, UNKNOWN_PREPARED_STATEMENT } from './prepared-statements';
+
+/** The part of a node-postgres client this class uses (what TypeORM's `connect()` returns). */
+interface PostgresClient {
+  query(text: string): Promise<PostgresResult | PostgresResult[]>;
+  escapeLiteral: EscapeLiteral;
+}
+
+interface PostgresResult {
+  command: string | null;
+  rows: unknown[];
+}
+
+// Debug only: behind a pooler in transaction mode this line comes with most requests.
+const logger = new Logger('Idempotency');
+
+export type IsolationLevel =
+  'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+
+const ISOLATION_LEVELS: ReadonlySet<string> = new Set<IsolationLevel>([
+  'READ UNCOMMITTED',
+  'READ COMMITTED',
+  'REPEATABLE READ',
+  'SERIALIZABLE',
+]);
+
+/** What `BatchedTransaction.run` sends with START TRANSACTION. */
+export interface StartOptions {
+  isolationLevel?: IsolationLevel;
+  /** Where named statements are prepared per connection; without it every statement is sent whole. */
+  prepared?: PreparedStatements;
+  afterStart: readonly SqlStatement[];
+  /** What an error of the START batch means to the caller (e.g. the claim's lock timeout). */
+  startFailure?: (error: unknown) => unknown;
+}
+
+/** Statements for one round trip, and what their error means to the caller. */
+interface Batch {
+  statements: readonly SqlStatement[];
+  failure: (error: unknown) => unknown;
+}
+
+/**
+ * A TypeORM transaction on a query runner of its own, whose START TRANSACTION carries the
+ * statements that follow it and whose COMMIT carries the statements that precede it: each
+ * pair is one simple-protocol query, so one round trip. An idempotent create then costs the
+ * round trips of the same handler without idempotency (START, the handler's writes, COMMIT)
+ * instead of three more.
+ *
+ * TypeORM still runs the transaction: `startTransaction` and `commitTransaction` keep its
+ * state, nesting (savepoints) and subscriber events as usual; only the text of its own START
+ * and COMMIT grows, on this one query runner.
+ */
+export class BatchedTransaction {
+  private afterStart?: Batch;
+  private beforeCommit?: Batch;
+  private isolationLevelSent = false;
+  private started: unknown[][] = [];
+
+  private constructor(
+    private readonly queryRunner: QueryRunner,
+    private readonly isolationLevel: IsolationLevel | undefined,
+    private readonly prepared: PreparedStatements | undefined,
+  ) {}
+
+  /** The manager the handler's writes must use: `txHost.tx` while `work` runs. */
+  get manager(): EntityManager {
+    return this.queryRunner.manager;
+  }
+
+  /**
+   * Opens the transaction with `afterStart` in its first round trip and hands `work` the rows
+   * of those of its statements that return rows, in order. Commits when `work` resolves, with what it passed to
+   * `commitWith`; rolls back when anything throws, and always releases the connection.
+   */
+  static async run<T>(
+    dataSource: DataSource,
+    start: StartOptions,
+    work: (transaction: BatchedTransaction, startedRows: unknown[][]) => Promise<T>,
+  ): Promise<T> {
+    const { isolationLevel } = start;
+    if (isolationLevel !== undefined && !ISOLATION_LEVELS.has(isolationLevel)) {
+      throw new Error(`unknown isolation level "${isolationLevel}"`);
+    }
+    const queryRunner = dataSource.createQueryRunner();
+    const transaction = new BatchedTransaction(queryRunner, isolationLevel, start.prepared);
+    try {
+      transaction.intercept((await queryRunner.connect()) as PostgresClient);
+      transaction.afterStart = {
+        statements: start.afterStart,
+        failure: start.startFailure ?? ((error) => error),
+      };
+      await queryRunner.startTransaction(isolationLevel);
+      const result = await work(transaction, transaction.started);
+      await queryRunner.commitTransaction();
+      return result;
+    } catch (error) {
+      // Also after a failed START batch or COMMIT batch: the transaction is open but aborted.
+      if (queryRunner.isTransactionActive)
+        await queryRunner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    } finally {
+      await queryRunner.release();
+    }
+  }
+
+  /**
+   * Statements to run just before COMMIT, in its round trip; they must succeed for it to
+   * commit. `failure` says what their error means to the caller.
+   */
+  commitWith(
+    statements: readonly SqlStatement[],
+    failure: (error: unknown) => unknown = (error) => error,
+  ): void {
+    this.beforeCommit = { statements, failure };
+  }
+
+  /**
+   * Wraps this query runner's `query`: TypeORM sends START TRANSACTION, SET TRANSACTION
+   * ISOLATION LEVEL and COMMIT through it, and they are the three texts rewritten here.
+   */
+  private intercept(client: PostgresClient): void {
+    const queryRunner = this.queryRunner;
+    const original = queryRunner.query.bind(queryRunner) as (
+      text: string,
+      parameters?: unknown[],
+      structured?: boolean,
+    ) => Promise<unknown>;
+    queryRunner.query = (async (text: string, parameters?: unknown[], structured?: boolean) => {
+      if (text === 'START TRANSACTION' && this.afterStart !== undefined) {
+        const { statements, failure } = this.afterStart;
+        const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
+        this.afterStart = undefined;
+        this.isolationLevelSent = level !== '';
+        const send = () =>
+          this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
+        const results = await send()
+          .catch(async (error: unknown) => {
+            if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
+            // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
+            // nothing ran yet, so start over and prepare them again.
+            this.forgetPrepared(client);
+            logger.debug(
+              'prepared statements missing on this connection (SQLSTATE 26000: DISCARD ALL, or a pooler in ' +
+                'transaction mode, where preparedStatements: false saves this retry): preparing them again',
+            );
+            await client.query('ROLLBACK');
+            return send();
+          })
+          .catch((error: unknown) => {
+            throw failure(error);
+          });
+        // START TRANSACTION's own result, and each PREPARE's, carry no rows.
+        this.started.push(
+          ...rowsOf(results).filter((rows): rows is unknown[] => rows !== undefined),
+        );
+        return [];
+      }
+      // Already part of START TRANSACTION: after the claim, PostgreSQL would refuse it.
+      if (this.isolationLevelSent && text.startsWith('SET TRANSACTION ISOLATION LEVEL')) {
+        this.isolationLevelSent = false;
+        return [];
+      }
+      if (text === 'COMMIT' && this.beforeCommit !== undefined) {
+        const { statements, failure } = this.beforeCommit;
+        this.beforeCommit = undefined;
+        await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch(
+          (error: unknown) => {
+            // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
+            // fails, the next one on this connection prepares them again.
+            if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
+            throw failure(error);
+          },
+        );
+        return [];
+      }
+      return original(text, parameters, structured);
+    }) as QueryRunner['query'];
+  }
+
+  /** The connection lost its statements; the third such loss turns preparing off, said once. */
+  private forgetPrepared(client: PostgresClient): void {
+    if (!this.prepared?.forget(client)) return;
+    logger.warn(
+      'prepared statements went missing on 3 connections (SQLSTATE 26000): the server sessions change under ' +
+        'the pool, as behind PgBouncer in transaction mode. Sending the statements whole from now on; set ' +
+        'preparedStatements: false to skip this detection.',
+    );
+  }
+
+  /** Sends one batch; tells `prepared` whether the PREPAREs rendered into it ran. */
+  private async sendBatch(
+    client: PostgresClient,
+    text: string,
+  ): Promise<PostgresResult | PostgresResult[]> {
+    try {
+      const results = await client.query(text);
+      this.prepared?.settle(client, true);
+      return results;
+    } catch (error) {
+      this.prepared?.settle(client, false);
+      throw error;
+    }
+  }
+
+  /** Statements as one simple-protocol text: named ones as EXECUTE when `prepared` is on. */
+  private render(client: PostgresClient, statements: readonly SqlStatement[]): string {
+    const escape: EscapeLiteral = (value) => client.escapeLiteral(value);
+    return statements
+      .map((statement) =>
+        this.prepared
+          ? this.prepared.render(client, statement, escape)
+          : inlineParameters(statement, escape),
+      )
+      .join(';\n');
+  }
+}
+
+/** The rows of each statement that returns rows (SELECT, EXECUTE of one); undefined for the rest. */
+function rowsOf(result: PostgresResult | PostgresResult[]): (unknown[] | undefined)[] {
+  return (Array.isArray(result) ? result : [result]).map((each) =>
+    each.command === 'SELECT' ? each.rows : undefined,
+  );
+}

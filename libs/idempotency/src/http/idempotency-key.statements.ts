@@ -1,0 +1,230 @@
+import type { ExistingKey } from './existing-key';
+import type { StoredResponse } from './idempotency.options';
+import type { KeyId } from './key-id';
+import {
+  ClaimConflictError,
+  isLockTimeout,
+  isSerializationFailure,
+  sqlState,
+} from '../shared/postgres-errors';
+import type { SqlStatement } from '../shared/sql-literals';
+
+// The statements about keys, as pure builders: text and values, nothing sent. Who sends them
+// decides the round trips: `IdempotencyKeyStore` one at a time on the current transaction, the
+// atomic runner along with START TRANSACTION and COMMIT, the cleanup in batches of its own. The
+// phased mode's lease statements live beside its runner (`phased/lease.statements.ts`). A key
+// and everything else a client sends are values ($n), never part of the text.
+
+/** A claim of the key: in this transaction (atomic mode), see `LeaseClaim` for the phased one. */
+export type ClaimResult =
+  | { claimed: true; /** This claim of the key, see `LeaseClaim.generation`. */ generation: string }
+  | { claimed: false; existing?: ExistingKey };
+
+/** One key, always `$1..$3` in that order: `keyValues(id)` gives their values. */
+export const KEY_MATCHES = 'tenant_id = $1 AND endpoint = $2 AND idem_key = $3';
+
+export function keyValues(id: KeyId): [string, string, string] {
+  return [id.tenantId, id.scope, id.key];
+}
+
+/** `lock_timeout` as `set_config` takes it: whole milliseconds, with their unit. */
+export function lockTimeoutSetting(lockTimeoutMs: number): string {
+  return `${Math.trunc(lockTimeoutMs)}ms`;
+}
+
+interface KeyRow {
+  claimed: boolean;
+  generation?: string | null;
+  status: 'in_progress' | 'completed' | null;
+  request_hash: string | null;
+  response_code: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: Buffer | null;
+  expired: boolean;
+  expires_in_ms: string | null;
+  lease_seconds_left: number | null;
+}
+
+/** The columns of a `KeyRow` after `claimed`; its times come from the database's clock. */
+const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, response_body,
+  expires_at <= now() AS expired,
+  floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_in_ms,
+  CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
+    AS lease_seconds_left`;
+
+/**
+ * Atomic mode. Inserts the `in_progress` claim; on conflict returns the existing row in the
+ * same round trip. The unique primary key decides between racing processes, not process
+ * memory. Its rows (`claimResultFrom`) have no `existing` when the twin committed after this
+ * statement's snapshot was taken (it waited on the twin's lock): read it then.
+ *
+ * The read of the existing row is skipped by the planner (a one-time filter) when the insert
+ * claimed the key: a successful claim costs no second index lookup.
+ *
+ * The wait behind an uncommitted twin is bounded by `lock_timeout`, set for this transaction
+ * by `set_config(..., true)` in the row source: it runs before the insert looks for a
+ * conflict, which saves the separate `SET LOCAL` round trip. Past it: SQLSTATE 55P03.
+ */
+export function claimStatement(
+  id: KeyId,
+  requestHash: string,
+  ttlSeconds: number,
+  lockTimeoutMs: number,
+): SqlStatement {
+  return {
+    text: `WITH claim AS (
+         INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
+         SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
+           FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
+         ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING
+         RETURNING true AS claimed, (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
+       )
+       SELECT claimed, generation, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
+              NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired,
+              NULL::bigint AS expires_in_ms, NULL::integer AS lease_seconds_left
+         FROM claim
+       UNION ALL
+       SELECT false, NULL, ${SELECT_COLUMNS}
+         FROM idempotency_keys
+        WHERE ${KEY_MATCHES} AND NOT EXISTS (SELECT 1 FROM claim)`,
+    values: [...keyValues(id), requestHash, ttlSeconds, lockTimeoutSetting(lockTimeoutMs)],
+    name: 'claim',
+  };
+}
+
+/** What the rows of `claimStatement` say. */
+export function claimResultFrom(rows: unknown[]): ClaimResult {
+  const row = rows[0] as KeyRow | undefined;
+  if (!row) return { claimed: false };
+  if (row.claimed) return { claimed: true, generation: row.generation ?? '' };
+  return { claimed: false, existing: toExistingKey(row) };
+}
+
+/**
+ * A claim statement's error (this one's or the phased mode's) as the caller must see it: a
+ * lock timeout, or the serialization failure of a stricter isolation level after the twin
+ * committed, are the 409 cases.
+ */
+export function claimFailure(error: unknown): unknown {
+  if (isLockTimeout(error)) return new ClaimConflictError(true);
+  if (isSerializationFailure(error)) return new ClaimConflictError(false);
+  return error;
+}
+
+/** Reads the row that beat a claim, with a fresh snapshot. */
+export function readStatement(id: KeyId): SqlStatement {
+  return {
+    text: `SELECT false AS claimed, ${SELECT_COLUMNS} FROM idempotency_keys WHERE ${KEY_MATCHES}`,
+    values: keyValues(id),
+  };
+}
+
+/** What the rows of `readStatement` say: undefined when the row is gone. */
+export function existingKeyFrom(rows: unknown[]): ExistingKey | undefined {
+  const row = rows[0] as KeyRow | undefined;
+  return row ? toExistingKey(row) : undefined;
+}
+
+/**
+ * Removes a completed row past its time to live, so the key can be claimed as new. Rows in
+ * progress are left alone: their recovery points outlive the time to live (the cleanup removes
+ * them once abandoned).
+ */
+export function deleteExpiredStatement(id: KeyId): SqlStatement {
+  return {
+    text: `DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND expires_at <= now() AND status = 'completed'`,
+    values: keyValues(id),
+  };
+}
+
+/**
+ * Atomic mode: records the exact response; it commits with the handler's writes. It divides by
+ * the number of rows it updated: were the claim's row gone, the statement would fail and take a
+ * COMMIT sent after it down with it, rather than commit the handler's writes unrecorded.
+ */
+export function recordStatement(id: KeyId, response: StoredResponse): SqlStatement {
+  return {
+    text: `WITH recorded AS (
+         UPDATE idempotency_keys
+            SET status = 'completed', response_code = $4, response_headers = $5,
+                response_body = $6, updated_at = now()
+          WHERE ${KEY_MATCHES} AND status = 'in_progress'
+          RETURNING 1
+       )
+       SELECT 1 / count(*) AS recorded FROM recorded`,
+    values: [...keyValues(id), response.statusCode, response.headers, response.body],
+    name: 'record',
+  };
+}
+
+/** `recordStatement`'s division by zero is a vanished claim: said plainly. */
+export function recordFailure(error: unknown): unknown {
+  return sqlState(error) === '22012'
+    ? new Error('idempotency key vanished before its response was recorded')
+    : error;
+}
+
+/**
+ * Marks where a stored failure rolls the handler's writes back to, keeping the claim, and
+ * gives the handler the usual `lock_timeout` back (the claim's bound is for the claim only).
+ * Two statements, for a caller that sends them along with the claim.
+ */
+export const SAVEPOINT_STATEMENTS: readonly SqlStatement[] = [
+  { text: 'SET LOCAL lock_timeout TO DEFAULT', values: [] },
+  { text: 'SAVEPOINT idempotency_handler', values: [] },
+];
+
+/** `SAVEPOINT_STATEMENTS` in one round trip: no parameters, so the simple query protocol takes both. */
+export const SAVEPOINT: SqlStatement = {
+  text: SAVEPOINT_STATEMENTS.map((statement) => statement.text).join('; '),
+  values: [],
+};
+
+export const ROLLBACK_TO_SAVEPOINT: SqlStatement = {
+  text: 'ROLLBACK TO SAVEPOINT idempotency_handler',
+  values: [],
+};
+
+/**
+ * One batch of the cleanup (`IdempotencyCleanup`): at most `batchSize` keys past their time to
+ * live, none whose lease is live or that another transaction holds. Its one row says how many
+ * went (`removed`).
+ */
+export function purgeExpiredStatement(batchSize: number): SqlStatement {
+  return {
+    text: `WITH doomed AS (
+         SELECT tenant_id, endpoint, idem_key
+           FROM idempotency_keys
+          WHERE expires_at <= now()
+            AND (status = 'completed' OR locked_until IS NULL OR locked_until <= now())
+          ORDER BY expires_at
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED
+       ), deleted AS (
+         DELETE FROM idempotency_keys AS k
+          USING doomed AS d
+          WHERE k.tenant_id = d.tenant_id AND k.endpoint = d.endpoint AND k.idem_key = d.idem_key
+         RETURNING 1
+       )
+       SELECT count(*)::integer AS removed FROM deleted`,
+    values: [batchSize],
+  };
+}
+
+function toExistingKey(row: KeyRow): ExistingKey {
+  return {
+    status: row.status ?? 'in_progress',
+    requestHash: row.request_hash ?? '',
+    expired: row.expired,
+    expiresInMs: Number(row.expires_in_ms ?? 0),
+    leaseSecondsLeft: row.lease_seconds_left ?? undefined,
+    response:
+      row.status === 'completed' && row.response_code !== null
+        ? {
+            statusCode: row.response_code,
+            headers: row.response_headers ?? {},
+            body: row.response_body ?? Buffer.alloc(0),
+          }
+        : undefined,
+  };
+}

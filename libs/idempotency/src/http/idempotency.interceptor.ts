@@ -1,0 +1,276 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { defer, lastValueFrom, type Observable } from 'rxjs';
+import { AtomicRunner } from './atomic/atomic.runner';
+import { bodyWithDefaults } from './body-defaults';
+import type { IdempotencyEventType } from './events/idempotency-event';
+import { IdempotencyEvents } from './events/idempotency-events';
+import { keyLabel, requestFingerprint } from './fingerprint';
+import { UnstoredOutcome } from './handler-outcome';
+import {
+  headerValue,
+  type HttpRequestLike,
+  httpRequest,
+  httpResponse,
+  routePattern,
+} from './http-exchange';
+import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
+import { IdempotencyRejection } from './idempotency.errors';
+import type { StoredResponse } from './idempotency.options';
+import { parseIdempotencyKey } from './idempotency-key.parser';
+import type { IdempotentRequest, Outcome } from './idempotent-request';
+import { PhasedRunner } from './phased/phased.runner';
+import { isDatabaseUnavailable } from '../shared/postgres-errors';
+import { CompletedResponseCache } from './replay/completed-response.cache';
+import { type Flight, InFlightKeys } from './replay/in-flight-keys';
+import { keyIdentity } from './replay/key-identity';
+import { type RouteOptions, routeOptions } from './route-options';
+import { wireBody } from './stored-response';
+import { TransactionHostRef } from './transaction-host.ref';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Requests an idempotency run has taken on; weak, so a finished request leaves no trace. */
+const RUNNING = new WeakSet<object>();
+
+// Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
+const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
+
+/**
+ * The request flow of an `@Idempotent()` route: read the key, the tenant and the fingerprint,
+ * hand the request to its mode (atomic or phased), and send what it decided. No SQL here.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly atomic: AtomicRunner,
+    private readonly phased: PhasedRunner,
+    private readonly reflector: Reflector,
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly events: IdempotencyEvents,
+    private readonly cache: CompletedResponseCache,
+    private readonly inFlight: InFlightKeys,
+    private readonly transactions: TransactionHostRef,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const route = routeOptions(this.reflector, context.getClass(), context.getHandler() as never);
+    if (!route) return next.handle();
+    const request = httpRequest(context);
+    // Safe methods are idempotent by HTTP semantics: a class-level @Idempotent() leaves them be.
+    if (SAFE_METHODS.has(request.method.toUpperCase())) return next.handle();
+    // The decorator on a class and on its method, or a global interceptor beside it, attach this
+    // interceptor twice: the inner one would find the outer one's claim and answer 409 for ever.
+    if (RUNNING.has(request)) return next.handle();
+    RUNNING.add(request);
+    return defer(() => this.handle(context, next, route, request));
+  }
+
+  private async handle(
+    context: ExecutionContext,
+    next: CallHandler,
+    route: RouteOptions,
+    http: HttpRequestLike,
+  ): Promise<unknown> {
+    const started = performance.now();
+    const mode = route.phased ? 'phased' : 'atomic';
+    const pattern = routePattern(context, http);
+    const scope = route.scope ?? `${http.method.toUpperCase()} ${pattern}`;
+    let request: IdempotentRequest | undefined;
+    // One event per request: an onReplay hook or a header that throws after the outcome was
+    // reported must not report it a second time as released.
+    let reported = false;
+    const report = (type: IdempotencyEventType, statusCode?: number) => {
+      if (reported) return;
+      reported = true;
+      this.events.emit({ type, scope, mode, statusCode, durationMs: performance.now() - started });
+    };
+    try {
+      request = await this.describe(context, next, route, http, pattern, scope);
+      if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });
+      const cached = this.cache.get(request.id);
+      if (cached) {
+        if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+        report('replayed', cached.response.statusCode);
+        return await this.replay(context, request, cached.response);
+      }
+      // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
+      // back: that transaction may still roll back, so only the database may replay it.
+      const joinsTransaction = this.transactions.host.isTransactionActive();
+      // A phased claim commits at once, so its duplicates never wait on a row lock.
+      const coalesce = !route.phased && !joinsTransaction;
+      const flight = coalesce ? await this.lead(request) : undefined;
+      if (flight && 'replay' in flight) {
+        report('replayed', flight.replay.statusCode);
+        return await this.replay(context, request, flight.replay);
+      }
+      let outcome: Outcome;
+      try {
+        outcome = await (route.phased ? this.phased : this.atomic).run(request);
+      } catch (error) {
+        flight?.land({ committed: false });
+        throw error;
+      }
+      const ttlMs = (route.ttlSeconds ?? this.options.ttlSeconds) * 1000;
+      // The row expires its time to live after the claim, not after this slow or quick answer.
+      const expiresInMs =
+        outcome.kind === 'replayed' ? outcome.expiresInMs : ttlMs - (performance.now() - started);
+      flight?.land({
+        committed: true,
+        requestHash: request.requestHash,
+        response: outcome.response,
+      });
+      if (outcome.kind === 'replayed') {
+        this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
+        report('replayed', outcome.response.statusCode);
+        return await this.replay(context, request, outcome.response);
+      }
+      if (!joinsTransaction)
+        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
+      report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
+      return this.send(context, outcome.response);
+    } catch (error) {
+      if (error instanceof IdempotencyRejection) {
+        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+        report(error.reason, error.status);
+        return this.reject(context, error);
+      }
+      if (isDatabaseUnavailable(error)) {
+        this.logger.warn(
+          `key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`,
+        );
+        const unavailable = IdempotencyRejection.databaseUnavailable(
+          this.options.retryAfterSeconds,
+        );
+        report('released', unavailable.status);
+        return this.reject(context, unavailable);
+      }
+      report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
+      if (error instanceof UnstoredOutcome) return this.send(context, error.response);
+      throw error;
+    }
+  }
+
+  /**
+   * Makes this request the key's only attempt in this process, waiting in memory (bounded by
+   * `lockTimeoutMs`) while a twin runs: then replays the twin's committed outcome, or leads once
+   * the twin released the key. A twin in another process is met by the claim's row lock instead.
+   */
+  private async lead(request: IdempotentRequest): Promise<Flight | { replay: StoredResponse }> {
+    const identity = keyIdentity(request.id);
+    const deadline = performance.now() + this.options.lockTimeoutMs;
+    for (;;) {
+      const taken = this.inFlight.take(identity);
+      if ('flight' in taken) return taken.flight;
+      const landing = await InFlightKeys.waitAtMost(taken.twin, deadline - performance.now());
+      if (!landing) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
+      if (landing.committed) {
+        if (landing.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+        return { replay: landing.response };
+      }
+    }
+  }
+
+  /** The key, tenant and fingerprint; undefined when an optional key is absent. */
+  private async describe(
+    context: ExecutionContext,
+    next: CallHandler,
+    route: RouteOptions,
+    request: HttpRequestLike,
+    pattern: string,
+    scope: string,
+  ): Promise<IdempotentRequest | undefined> {
+    const { headerName, maxKeyLength } = this.options;
+    const key = parseIdempotencyKey(
+      request.headers[headerName.toLowerCase()],
+      headerName,
+      maxKeyLength,
+    );
+    if (key === undefined) {
+      if (route.required) throw IdempotencyRejection.missingKey(headerName);
+      return undefined;
+    }
+    const tenantId = (await this.options.tenantResolver(context)) ?? '';
+    const requestHash = requestFingerprint({
+      method: request.method,
+      route: pattern,
+      params: request.params,
+      query: request.query,
+      body: bodyWithDefaults(
+        context.getClass().prototype as object,
+        context.getHandler() as never,
+        request.body,
+      ),
+      headers: Object.fromEntries(
+        this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
+      ),
+    });
+    return {
+      context,
+      next,
+      route,
+      serializeOptions: this.reflector.getAllAndOverride(CLASS_SERIALIZER_OPTIONS, [
+        context.getHandler(),
+        context.getClass(),
+      ]),
+      id: { tenantId, scope, key },
+      requestHash,
+      label: keyLabel(tenantId, scope, key),
+    };
+  }
+
+  private async replay(
+    context: ExecutionContext,
+    request: IdempotentRequest,
+    stored: StoredResponse,
+  ): Promise<unknown> {
+    const headers: Record<string, string> = {};
+    if (this.options.markReplays) headers['idempotent-replayed'] = 'true';
+    await this.options.onReplay?.({
+      tenantId: request.id.tenantId,
+      scope: request.id.scope,
+      keyHash: request.label,
+      response: stored,
+      setHeader: (name, value) => {
+        headers[name.toLowerCase()] = value;
+      },
+    });
+    return this.send(context, stored, headers);
+  }
+
+  private reject(context: ExecutionContext, rejection: IdempotencyRejection): unknown {
+    return this.send(context, {
+      statusCode: rejection.status,
+      headers: { ...rejection.headers, 'content-type': rejection.contentType },
+      body: Buffer.from(JSON.stringify(rejection.problem), 'utf8'),
+    });
+  }
+
+  /** Sets status and headers through the adapter (Express or Fastify); the router sends the body. */
+  private send(
+    context: ExecutionContext,
+    stored: StoredResponse,
+    extraHeaders: Record<string, string> = {},
+  ): unknown {
+    const adapter = this.adapterHost.httpAdapter;
+    const response = httpResponse(context);
+    adapter.status(response, stored.statusCode);
+    for (const [name, value] of Object.entries({ ...stored.headers, ...extraHeaders })) {
+      adapter.setHeader(response, name, value as string); // arrays too (Set-Cookie): both adapters take them
+    }
+    return wireBody(stored);
+  }
+}

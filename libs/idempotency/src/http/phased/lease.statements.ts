@@ -1,0 +1,141 @@
+import { KEY_MATCHES, keyValues, lockTimeoutSetting } from '../idempotency-key.statements';
+import type { StoredResponse } from '../idempotency.options';
+import type { KeyId } from '../key-id';
+import type { SqlStatement } from '../../shared/sql-literals';
+
+// The phased mode's statements about a key's lease, as pure builders. Each runs on its own and
+// commits at once (a step's runs in the step's transaction); every write after the claim is
+// fenced by the lease owner, so an attempt that lost the key can change nothing.
+
+/** A claimed lease and what the earlier attempts committed. */
+export type LeaseClaim =
+  | {
+      claimed: true;
+      recoveryPoint: string | null;
+      stepState: Record<string, unknown>;
+      /** Identifies this claim of the key (its row's creation): a key claimed anew after it expired gets another. */
+      generation: string;
+    }
+  | { claimed: false };
+
+/**
+ * Claims a new key with a lease, or takes over an abandoned one: only an `in_progress` row
+ * whose lease ran out, with the same fingerprint and within its time to live. One conditional
+ * statement, so two retries racing for one expired lease cannot both win: the second re-checks
+ * the row after the first updated it, and sees a live lease. Its errors read as the atomic
+ * claim's do (`claimFailure`).
+ */
+export function claimLeaseStatement(
+  id: KeyId,
+  requestHash: string,
+  ttlSeconds: number,
+  leaseSeconds: number,
+  owner: string,
+  lockTimeoutMs: number,
+): SqlStatement {
+  return {
+    // A key in progress never expires under its retries: a takeover extends its time to
+    // live, so the recovery points it holds are never thrown away for a fresh start.
+    text: `INSERT INTO idempotency_keys AS k (tenant_id, endpoint, idem_key, request_hash, status,
+                expires_at, locked_until, lease_owner, step_state)
+         SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5),
+                now() + make_interval(secs => $6), $7, '{}'::jsonb
+           FROM (SELECT set_config('lock_timeout', $8, true)) AS bounded_wait
+         ON CONFLICT (tenant_id, endpoint, idem_key) DO UPDATE
+            SET locked_until = EXCLUDED.locked_until, lease_owner = EXCLUDED.lease_owner,
+                expires_at = GREATEST(k.expires_at, EXCLUDED.expires_at), updated_at = now()
+          WHERE k.status = 'in_progress' AND k.locked_until <= now()
+            AND k.request_hash = EXCLUDED.request_hash
+         RETURNING k.recovery_point, k.step_state,
+                   (extract(epoch FROM k.created_at) * 1000000)::bigint::text AS generation`,
+    values: [
+      ...keyValues(id),
+      requestHash,
+      ttlSeconds,
+      leaseSeconds,
+      owner,
+      lockTimeoutSetting(lockTimeoutMs),
+    ],
+  };
+}
+
+/** What the rows of `claimLeaseStatement` say: no row, no lease (someone else holds the key). */
+export function leaseClaimFrom(rows: unknown[]): LeaseClaim {
+  const row = rows[0] as
+    | {
+        recovery_point: string | null;
+        step_state: Record<string, string> | null;
+        generation: string;
+      }
+    | undefined;
+  if (!row) return { claimed: false };
+  // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
+  const stepState = Object.fromEntries(
+    Object.entries(row.step_state ?? {}).map(([step, json]) => [step, JSON.parse(json)]),
+  );
+  return {
+    claimed: true,
+    recoveryPoint: row.recovery_point,
+    stepState,
+    generation: row.generation,
+  };
+}
+
+/**
+ * Records the recovery point `step` and its result, and renews the lease. Fenced by the lease
+ * owner: nothing changes when another attempt took the key over (`fencedUpdateApplied`).
+ */
+export function recordStepStatement(
+  id: KeyId,
+  owner: string,
+  step: string,
+  result: unknown,
+  leaseSeconds: number,
+): SqlStatement {
+  return {
+    text: countingUpdated(
+      `UPDATE idempotency_keys
+          SET recovery_point = $5,
+              step_state = step_state || jsonb_build_object($5::text, $6::text),
+              locked_until = now() + make_interval(secs => $7), updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+    ),
+    values: [...keyValues(id), owner, step, JSON.stringify(result ?? null), leaseSeconds],
+  };
+}
+
+/** Records the final response and ends the lease, fenced by the lease owner. */
+export function completeLeaseStatement(
+  id: KeyId,
+  owner: string,
+  response: StoredResponse,
+): SqlStatement {
+  return {
+    text: countingUpdated(
+      `UPDATE idempotency_keys
+          SET status = 'completed', recovery_point = 'finished', response_code = $5,
+              response_headers = $6, response_body = $7, locked_until = NULL, updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+    ),
+    values: [...keyValues(id), owner, response.statusCode, response.headers, response.body],
+  };
+}
+
+/** True when a fenced update changed the row: the lease was still this attempt's. */
+export function fencedUpdateApplied(rows: unknown[]): boolean {
+  return ((rows[0] as { updated: number } | undefined)?.updated ?? 0) === 1;
+}
+
+/** Ends the lease now, so a retry after a transient failure resumes at once. */
+export function releaseLeaseStatement(id: KeyId, owner: string): SqlStatement {
+  return {
+    text: `UPDATE idempotency_keys SET locked_until = now(), updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+    values: [...keyValues(id), owner],
+  };
+}
+
+/** Row count of an UPDATE, as a SELECT so the driver's result has one shape. */
+function countingUpdated(update: string): string {
+  return `WITH changed AS (${update} RETURNING 1) SELECT count(*)::integer AS updated FROM changed`;
+}

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import { Propagation } from '@nestjs-cls/transactional';
+import type { QueryRunner } from 'typeorm';
+import { isLockTimeout } from '../../shared/postgres-errors';
+import { type EscapeLiteral, inlineParameters } from '../../shared/sql-literals';
+import { MessageInFlightError } from './inbox.errors';
+import { MessagingTransactionHost } from '../messaging-transaction-host';
+
+/** The part of the transaction's node-postgres client the claim uses. */
+interface PostgresClient {
+  query(text: string): Promise<PostgresResult[]>;
+  escapeLiteral: EscapeLiteral;
+}
+
+interface PostgresResult {
+  rowCount: number | null;
+}
+
+/** Every statement the library sends about processed messages lives here. */
+@Injectable()
+export class InboxStore {
+  constructor(private readonly txHost: MessagingTransactionHost) {}
+
+  /**
+   * Records the message as processed in the current transaction; false when it already was.
+   * A twin delivery still in flight holds the row uncommitted: this insert waits for it (at
+   * most `lockTimeoutMs`, then `MessageInFlightError`) and then sees the conflict, so the
+   * primary key, not process memory, decides between racing consumers.
+   *
+   * The bound is for the claim alone: the handler that runs next gets the server's
+   * `lock_timeout` back. All three statements go in one round trip (the simple query protocol
+   * takes several, with their values inline).
+   */
+  async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
+    const client = (await this.runner().connect()) as PostgresClient;
+    if (typeof client.escapeLiteral !== 'function') {
+      throw new Error(
+        "the inbox needs node-postgres's JavaScript client (pg); pg-native is not supported",
+      );
+    }
+    const insert = inlineParameters(
+      {
+        text: `INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2)
+               ON CONFLICT (consumer, message_id) DO NOTHING`,
+        values: [consumer, messageId],
+      },
+      (value) => client.escapeLiteral(value),
+    );
+    let results: PostgresResult[];
+    try {
+      results = await client.query(
+        `SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)};\n${insert};\nSET LOCAL lock_timeout TO DEFAULT`,
+      );
+    } catch (error) {
+      if (isLockTimeout(error)) throw new MessageInFlightError(lockTimeoutMs);
+      throw error;
+    }
+    // Three statements, three results. Anything else must not pass for a duplicate, which the
+    // caller would acknowledge.
+    if (
+      !Array.isArray(results) ||
+      results.length !== 3 ||
+      typeof results[1]?.rowCount !== 'number'
+    ) {
+      throw new Error('the inbox claim returned an unexpected result');
+    }
+    return results[1].rowCount === 1;
+  }
+
+  /**
+   * Counts a failed delivery, in its own statement: the failed transaction rolled back, and
+   * the count must survive it (and the process) so that a poison message stops somewhere.
+   */
+  async recordFailure(consumer: string, messageId: string, error: string): Promise<number> {
+    const rows = (await this.txHost.withTransaction(Propagation.RequiresNew, () =>
+      this.runner().query(
+        `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
+         VALUES ($1, $2, 1, $3)
+         ON CONFLICT (consumer, message_id) DO UPDATE
+           SET attempts = inbox_failures.attempts + 1,
+               last_error = EXCLUDED.last_error,
+               last_failed_at = now()
+         RETURNING attempts`,
+        [consumer, messageId, error.slice(0, 2000)],
+      ),
+    )) as Array<{ attempts: number }>;
+    return rows[0].attempts;
+  }
+
+  /** Deletes up to `limit` processed ids older than the retention; one short statement. */
+  async purgeProcessed(retentionSeconds: number, limit: number): Promise<number> {
+    return this.purge('processed_messages', 'processed_at', retentionSeconds, limit);
+  }
+
+  async purgeFailures(retentionSeconds: number, limit: number): Promise<number> {
+    return this.purge('inbox_failures', 'last_failed_at', retentionSeconds, limit);
+  }
+
+  /** SKIP LOCKED: two processes cleaning at once split the rows instead of waiting on each other. */
+  private async purge(
+    table: string,
+    column: string,
+    retentionSeconds: number,
+    limit: number,
+  ): Promise<number> {
+    const rows = await this.txHost.tx.query<Array<{ deleted: number }>>(
+      `WITH deleted AS (
+         DELETE FROM ${table}
+          WHERE (consumer, message_id) IN (
+            SELECT consumer, message_id FROM ${table}
+             WHERE ${column} < now() - make_interval(secs => $1)
+             ORDER BY ${column}
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT count(*)::int AS deleted FROM deleted`,
+      [retentionSeconds, limit],
+    );
+    return rows[0].deleted;
+  }
+
+  private runner(): QueryRunner {
+    const runner = this.txHost.tx.queryRunner;
+    if (!runner || !runner.isTransactionActive) {
+      throw new Error('InboxStore used outside a transaction');
+    }
+    return runner;
+  }
+}

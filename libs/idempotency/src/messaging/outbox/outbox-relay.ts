@@ -1,0 +1,158 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { Propagation } from '@nestjs-cls/transactional';
+import { MESSAGING_OPTIONS } from '../messaging.constants';
+import type { ResolvedMessagingOptions } from '../messaging.defaults';
+import type { OutboxMessage } from '../messaging-transport';
+import { type DueOutboxRow, OutboxStore } from './outbox.store';
+import { MessagingTransactionHost } from '../messaging-transaction-host';
+
+export interface RelayBatchResult {
+  /** Rows this batch locked. */
+  claimed: number;
+  /** Confirmed by the broker and marked sent. */
+  sent: number;
+  /** Refused or timed out; retried after a backoff. */
+  failed: number;
+}
+
+/**
+ * Publishes pending outbox rows after their commit. Each batch is one transaction: lock due
+ * rows (SKIP LOCKED), publish with broker confirms, mark them sent, commit. A relay that dies
+ * after the broker confirmed and before the commit leaves the rows pending, unlocked by its
+ * dead connection: they are published again under the same message id (at least once), and the
+ * consumers' inbox drops the copy. Safe to run in every process at once.
+ */
+export abstract class OutboxRelay {
+  /** Starts polling in the background; a no-op when already running. */
+  abstract start(): void;
+
+  /** Stops polling and waits for the batch in flight. */
+  abstract stop(): Promise<void>;
+
+  /** Relays one batch of due rows now. */
+  abstract relayOnce(): Promise<RelayBatchResult>;
+}
+
+/** The implementation Nest constructs; apps use `OutboxRelay`. */
+@Injectable()
+export class OutboxRelayService
+  extends OutboxRelay
+  implements OnApplicationBootstrap, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger('OutboxRelay');
+  private running = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+
+  constructor(
+    @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly store: OutboxStore,
+    private readonly txHost: MessagingTransactionHost,
+  ) {
+    super();
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.options.outbox.relay) this.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.poll();
+    this.logger.log(
+      `relay started (every ${this.options.outbox.pollIntervalMs} ms, batches of ${this.options.outbox.batchSize})`,
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  async relayOnce(): Promise<RelayBatchResult> {
+    const transport = this.options.transport;
+    if (!transport?.publish) throw new Error('OutboxRelay: the messaging transport cannot publish');
+    const publish = transport.publish.bind(transport);
+    const { batchSize, backoffBaseMs, backoffMaxMs, onPublished } = this.options.outbox;
+    return this.txHost.withTransaction(Propagation.RequiresNew, async () => {
+      const rows = await this.store.claimDue(batchSize);
+      if (rows.length === 0) return { claimed: 0, sent: 0, failed: 0 };
+      const messages = rows.map(toMessage);
+      const results = await Promise.allSettled(messages.map((message) => publish(message)));
+      const sent: OutboxMessage[] = [];
+      const sentIds: string[] = [];
+      const failures: Array<{ id: string; error: string }> = [];
+      results.forEach((result, i) => {
+        if (result.status === 'fulfilled') {
+          sent.push(messages[i]);
+          sentIds.push(rows[i].id);
+        } else {
+          failures.push({ id: rows[i].id, error: describe(result.reason) });
+        }
+      });
+      if (sent.length > 0) await onPublished?.(sent);
+      await this.store.markSent(sentIds);
+      await this.store.markFailed(failures, backoffBaseMs, backoffMaxMs);
+      if (failures.length > 0) {
+        this.logger.warn(
+          `${failures.length} of ${rows.length} messages not confirmed, backing off: ${failures[0].error}`,
+        );
+      }
+      return { claimed: rows.length, sent: sent.length, failed: failures.length };
+    });
+  }
+
+  private async poll(): Promise<void> {
+    while (this.running) {
+      let full = false;
+      try {
+        const result = await this.relayOnce();
+        full = result.claimed === this.options.outbox.batchSize;
+      } catch (error) {
+        this.logger.error(`relay batch failed: ${describe(error)}`);
+      }
+      // A full batch means more may be due: go again at once; otherwise wait for the next poll.
+      if (!full && this.running) await this.pause(this.options.outbox.pollIntervalMs);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}
+
+function toMessage(row: DueOutboxRow): OutboxMessage {
+  return {
+    messageId: row.message_id,
+    exchange: row.exchange,
+    routingKey: row.routing_key,
+    payload: row.payload,
+    headers: row.headers,
+    createdAt: row.created_at,
+    attempts: row.attempts,
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
