@@ -18,6 +18,8 @@ export interface AppConfig {
    * prepared, for a pooler in transaction mode in front of PostgreSQL. Unset: the library's default (on).
    */
   preparedStatements?: boolean;
+  /** `IDEMPOTENCY_MAX_RESPONSE_BYTES`: the largest response an idempotent route may store. Unset: the library's default (1 MiB). */
+  maxResponseBytes?: number;
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

@@ -54,6 +54,7 @@ export class AppModule {
             leaseSeconds: config.leaseSeconds,
             cleanup: config.cleanup,
             preparedStatements: config.preparedStatements,
+            maxResponseBytes: config.maxResponseBytes,
             onEvent: metrics.record,
           }),
         }),

@@ -24,6 +24,9 @@ export function configFromEnv(
             batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
           },
     preparedStatements: onOff(env, 'IDEMPOTENCY_PREPARED_STATEMENTS', true),
+    maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES
+      ? positiveInteger(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 1)
+      : undefined,
     benchRoutes: env.BENCH_ROUTES === '1',
   };
 }

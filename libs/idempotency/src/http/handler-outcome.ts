@@ -1,10 +1,13 @@
-import { HttpException } from '@nestjs/common';
+import { HttpException, Logger } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { httpResponse } from './http-exchange';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import type { StoredResponse } from './idempotency.options';
 import type { IdempotentRequest } from './idempotent-request';
 import { captureFailure, captureResponse } from './stored-response';
+import { IdempotencyRejection } from './idempotency.errors';
+
+const logger = new Logger('Idempotency');
 
 /** The response to record, and whether it is a (deterministic) failure. */
 export interface SettledHandler {
@@ -39,20 +42,37 @@ export async function settleHandler(
     captured = captureResponse(value, response, options.storedHeaders, request.serializeOptions);
   } catch (error) {
     if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
+    const failure = captureFailure(
+      error,
+      options.renderException(error),
+      response,
+      options.storedHeaders,
+    );
+    assertStorable(failure, request, options);
     await beforeStoringFailure();
-    return {
-      response: captureFailure(
-        error,
-        options.renderException(error),
-        response,
-        options.storedHeaders,
-      ),
-      failed: true,
-    };
+    return { response: failure, failed: true };
   }
   // A returned result is the handler's success (redirects included): its writes commit with it.
   // Only a returned error status goes through the policy.
   if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode))
     throw new UnstoredOutcome(captured);
+  assertStorable(captured, request, options);
   return { response: captured, failed: false };
+}
+
+/**
+ * A response over `maxResponseBytes` is refused before anything commits: stored, it would bloat
+ * every replay; sent without being stored, a retry would run the handler again.
+ */
+function assertStorable(
+  response: StoredResponse,
+  request: IdempotentRequest,
+  options: ResolvedIdempotencyOptions,
+): void {
+  if (response.body.length <= options.maxResponseBytes) return;
+  logger.error(
+    `${request.id.scope}: a response of ${response.body.length} bytes is over maxResponseBytes ` +
+      `(${options.maxResponseBytes}); rolled back, key ${request.label} released`,
+  );
+  throw IdempotencyRejection.responseTooLarge(response.body.length, options.maxResponseBytes);
 }

@@ -41,6 +41,10 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ ttlSeconds: '3600' as never })).toThrow(
       'IdempotencyModule: option ttlSeconds must be a positive integer, got the string "3600" (convert it with Number())',
     );
+    expect(() => resolveOptions({ maxResponseBytes: 0 })).toThrow(
+      'option maxResponseBytes must be a positive integer, got 0',
+    );
+    expect(resolveOptions({}).maxResponseBytes).toBe(1_048_576);
     expect(() => resolveOptions({ lockTimeoutMs: -1 })).toThrow(
       'option lockTimeoutMs must be a positive integer, got -1',
     );

@@ -75,6 +75,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     fingerprintHeaders: (options.fingerprintHeaders ?? []).map((h) => h.toLowerCase()),
     markReplays: options.markReplays ?? false,
     preparedStatements: options.preparedStatements ?? true,
+    maxResponseBytes: options.maxResponseBytes ?? 1_048_576,
     onReplay: options.onReplay,
     onEvent: options.onEvent,
     transactionConnectionName: options.transactionConnectionName,
@@ -93,6 +94,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   };
   assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);
   assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
+  assertPositiveInteger('maxResponseBytes', resolved.maxResponseBytes);
   assertPositiveInteger('ttlSeconds', resolved.ttlSeconds);
   assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
   assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);

@@ -9,6 +9,7 @@ export const IdempotencyProblemType = {
   keyReused: 'urn:idempotency:key-reused',
   databaseUnavailable: 'urn:idempotency:database-unavailable',
   unfingerprintableRequest: 'urn:idempotency:unfingerprintable-request',
+  responseTooLarge: 'urn:idempotency:response-too-large',
 } as const;
 
 /**
@@ -71,6 +72,19 @@ export class IdempotencyRejection extends IdempotencyError {
       title: 'Request cannot be fingerprinted',
       status: 400,
       detail: `The request ${reason}.`,
+    });
+  }
+
+  /**
+   * 500: the handler's response is over `maxResponseBytes`. It could not be stored, so its writes
+   * did not commit and the key is free; the same request will fail the same way.
+   */
+  static responseTooLarge(bytes: number, limit: number): IdempotencyRejection {
+    return new IdempotencyRejection('released', {
+      type: IdempotencyProblemType.responseTooLarge,
+      title: 'Response too large to store',
+      status: 500,
+      detail: `The response is ${bytes} bytes, over the ${limit} bytes an idempotent response may have. Nothing was done.`,
     });
   }
 

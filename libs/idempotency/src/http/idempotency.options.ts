@@ -84,6 +84,12 @@ export interface IdempotencyModuleOptions {
    */
   preparedStatements?: boolean;
   /**
+   * The largest response body, stored or replayed, in bytes. Default 1048576 (1 MiB). A larger
+   * one cannot be stored, so it must not commit either: the transaction rolls back, the key is
+   * released, and the answer is a 500 problem (`urn:idempotency:response-too-large`).
+   */
+  maxResponseBytes?: number;
+  /**
    * Replays of completed keys from process memory, without a database round trip (a completed
    * row never changes before it expires). Default `{ maxEntries: 1000, maxAgeSeconds: 60,
    * maxBodyBytes: 65536 }`; `false` turns it off. An entry never outlives its row's expiry; a row
