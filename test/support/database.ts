@@ -1,20 +1,10 @@
-import { Pool } from 'pg';
-import { databaseUrl } from './test-app';
+import { TestDatabase as LibraryTestDatabase } from '../../libs/idempotency/test/support/test-database';
 
 /**
- * A separate connection pool for assertions: tests read what was committed, exactly as another
- * client of the database would, not what the app's own connections believe.
+ * The library's assertion pool (`query`, `holdUncommitted`, `close`) with the demo's tables:
+ * tests read what was committed, exactly as another client of the database would.
  */
-export class TestDatabase {
-  private readonly pool = new Pool({ connectionString: databaseUrl(), max: 4 });
-
-  async query<T extends Record<string, unknown>>(
-    sql: string,
-    params: unknown[] = [],
-  ): Promise<T[]> {
-    return (await this.pool.query(sql, params)).rows as T[];
-  }
-
+export class TestDatabase extends LibraryTestDatabase {
   async orders(tenantId: string, customerId: string) {
     return this.query<{
       id: string;
@@ -62,36 +52,5 @@ export class TestDatabase {
       [orderId],
     );
     return Number(row.paid_cents);
-  }
-
-  /**
-   * Runs `sql` in a transaction on a connection of its own and leaves it open, uncommitted:
-   * its row locks stay held until `rollback()`, as a twin that is still running would hold them.
-   */
-  async holdUncommitted(
-    sql: string,
-    params: unknown[] = [],
-  ): Promise<{ rollback(): Promise<void> }> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(sql, params);
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-    return {
-      rollback: async () => {
-        try {
-          await client.query('ROLLBACK');
-        } finally {
-          client.release();
-        }
-      },
-    };
-  }
-
-  close(): Promise<void> {
-    return this.pool.end();
   }
 }

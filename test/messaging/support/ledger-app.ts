@@ -12,7 +12,8 @@ import { FixedPatternDeserializer, RabbitMqTransport } from 'nestjs-pg-idempoten
 import { DataSource } from 'typeorm';
 import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
 import { brokerUrl } from './broker';
-import { libraryInfrastructure } from '../../support/library-infrastructure';
+import { libraryInfrastructure } from '../../../libs/idempotency/test/support/library-infrastructure';
+import { paymentsApiMigrations } from '../../../migrations';
 
 export const LEDGER_CONSUMER = 'order-created-ledger';
 const LEDGER_PATTERN = 'ledger';
@@ -45,7 +46,8 @@ export async function startLedgerApp(queue: string): Promise<{
   const settlements: InboxSettlement[] = [];
   const moduleRef = await Test.createTestingModule({
     imports: [
-      ...libraryInfrastructure(),
+      // The demo's migrations, run by the demo's runMigrations below.
+      ...libraryInfrastructure({ migrations: paymentsApiMigrations }),
       IdempotencyMessagingModule.forRoot({
         transport: new RabbitMqTransport({
           url: brokerUrl(),

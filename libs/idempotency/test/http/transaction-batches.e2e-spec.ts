@@ -288,17 +288,6 @@ describe('atomic requests inside an app transaction that rolls back, with the re
     expect(await effects(dataSource, t)).toEqual(['widgets']);
     expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 201 });
   });
-});
-
-describe('concurrent duplicates inside an app transaction that rolls back', () => {
-  let app: INestApplication;
-  let dataSource: DataSource;
-  beforeAll(async () => {
-    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
-      nest.useGlobalInterceptors(new TransactionFailingOnce(nest.get(TransactionHost))),
-    ));
-  });
-  afterAll(() => app.close());
 
   it('never hands a duplicate the outcome of an attempt whose transaction has not committed', async () => {
     const t = tag();

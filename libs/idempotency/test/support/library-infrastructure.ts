@@ -2,6 +2,7 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
+import type { MigrationInterface, MixedList } from 'typeorm';
 import { databaseUrl } from './database-url';
 import { libraryMigrations } from './migrations';
 
@@ -13,6 +14,8 @@ export interface InfrastructureOptions {
   defaultTxOptions?: { isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' };
   /** Connections in the pool (node-postgres's default, 10, when unset). */
   poolSize?: number;
+  /** The DataSource's migrations. Default: the library's (`libraryMigrations`). */
+  migrations?: MixedList<string | (new () => MigrationInterface)>;
 }
 
 /**
@@ -25,7 +28,7 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
     TypeOrmModule.forRoot({
       type: 'postgres',
       url: databaseUrl(),
-      migrations: libraryMigrations,
+      migrations: options.migrations ?? libraryMigrations,
       isolationLevel: options.isolationLevel,
       ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
     }),
