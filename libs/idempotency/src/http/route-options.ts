@@ -36,7 +36,7 @@ export function routeOptions(
   return options ?? undefined;
 }
 
-export function mergeRouteOptions(
+function mergeRouteOptions(
   onClass: IdempotentOptions | undefined,
   onMethod: IdempotentOptions | undefined,
 ): RouteOptions | null {
