@@ -20,7 +20,9 @@ export { LeaseLostError } from './http/phased/lease-lost.error';
 export { childKey } from './http/phased/child-key';
 export { IdempotencyCleanup, type CleanupReport } from './http/cleanup/idempotency-cleanup';
 export type { IdempotencyEvent, IdempotencyEventType } from './http/events/idempotency-event';
+export type { UnreadableRecordReason } from './http/sealing/record-cipher';
 export type {
+  IdempotencyEncryptionOptions,
   IdempotencyModuleOptions,
   IdempotentOptions,
   RenderedException,
@@ -47,6 +49,7 @@ export {
 export { IdempotencyKeyEntity } from './http/idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
+export { AddSealedRecords1764921600400 } from './migrations/1764921600400-add-sealed-records';
 
 /**
  * The key table's migrations, in order; spread them into your DataSource's `migrations`. The

@@ -30,9 +30,19 @@ export class IdempotencyKeyEntity {
   @Column({ name: 'response_headers', type: 'jsonb', nullable: true })
   responseHeaders: Record<string, string> | null;
 
-  /** The exact bytes sent; `bytea`, because `jsonb` would reorder keys and break replays. */
+  /**
+   * The exact bytes sent; `bytea`, because `jsonb` would reorder keys and break replays. On a
+   * sealed row (`sealedWith` set): the envelope holding the headers and the body.
+   */
   @Column({ name: 'response_body', type: 'bytea', nullable: true })
   responseBody: Buffer | null;
+
+  /**
+   * Option `encryption`: the id of the key that sealed the response (null on a plain row). Sealed
+   * step results in `stepState` each name their key themselves.
+   */
+  @Column({ name: 'sealed_with', type: 'text', nullable: true })
+  sealedWith: string | null;
 
   /** Phased mode: the last committed recovery point (`finished` once completed). */
   @Column({ name: 'recovery_point', type: 'text', nullable: true })

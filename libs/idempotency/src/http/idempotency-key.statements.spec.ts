@@ -192,7 +192,39 @@ describe('recordStatement and recordFailure', () => {
       201,
       response.headers,
       response.body,
+      null,
     ]);
+  });
+
+  it('records a sealed response with its headers inside the envelope and the key id beside it', () => {
+    const envelope = Buffer.from('sealed bytes');
+    const statement = recordStatement(id, { statusCode: 201, sealedWith: 'k2', envelope });
+    expect(statement.text).toContain('sealed_with = $7');
+    expect(statement.values.slice(3)).toEqual([201, null, envelope, 'k2']);
+  });
+
+  it('reads a row with a key id as a sealed response, one without as a plain one', () => {
+    const row = {
+      claimed: false,
+      status: 'completed',
+      request_hash: 'h',
+      response_code: 201,
+      response_headers: null,
+      response_body: Buffer.from('env'),
+      expired: false,
+      expires_in_ms: '5',
+      lease_seconds_left: null,
+    };
+    expect(existingKeyFrom([{ ...row, sealed_with: 'k1' }])?.response).toEqual({
+      statusCode: 201,
+      sealedWith: 'k1',
+      envelope: Buffer.from('env'),
+    });
+    expect(existingKeyFrom([{ ...row, sealed_with: null }])?.response).toEqual({
+      statusCode: 201,
+      headers: {},
+      body: Buffer.from('env'),
+    });
   });
 
   it('says a division by zero plainly: the claim vanished', () => {

@@ -1,6 +1,7 @@
 import type { ExistingKey } from './existing-key';
 import type { StoredResponse } from './idempotency.options';
 import type { KeyId } from './key-id';
+import { isSealed, type RecordedResponse } from './sealing/sealed-response';
 import {
   ClaimConflictError,
   isLockTimeout,
@@ -40,6 +41,7 @@ interface KeyRow {
   response_code: number | null;
   response_headers: Record<string, string> | null;
   response_body: Buffer | null;
+  sealed_with: string | null;
   expired: boolean;
   expires_in_ms: string | null;
   lease_seconds_left: number | null;
@@ -47,7 +49,7 @@ interface KeyRow {
 
 /** The columns of a `KeyRow` after `claimed`; its times come from the database's clock. */
 const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, response_body,
-  expires_at <= now() AS expired,
+  sealed_with, expires_at <= now() AS expired,
   floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_in_ms,
   CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
     AS lease_seconds_left`;
@@ -80,7 +82,8 @@ export function claimStatement(
          RETURNING true AS claimed, (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
        )
        SELECT claimed, generation, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
-              NULL::jsonb AS response_headers, NULL::bytea AS response_body, false AS expired,
+              NULL::jsonb AS response_headers, NULL::bytea AS response_body,
+              NULL::text AS sealed_with, false AS expired,
               NULL::bigint AS expires_in_ms, NULL::integer AS lease_seconds_left
          FROM claim
        UNION ALL
@@ -138,23 +141,36 @@ export function deleteExpiredStatement(id: KeyId): SqlStatement {
 }
 
 /**
- * Atomic mode: records the exact response; it commits with the handler's writes. It divides by
- * the number of rows it updated: were the claim's row gone, the statement would fail and take a
- * COMMIT sent after it down with it, rather than commit the handler's writes unrecorded.
+ * Atomic mode: records the exact response (sealed already, when encryption is on); it commits
+ * with the handler's writes. It divides by the number of rows it updated: were the claim's row
+ * gone, the statement would fail and take a COMMIT sent after it down with it, rather than
+ * commit the handler's writes unrecorded.
  */
-export function recordStatement(id: KeyId, response: StoredResponse): SqlStatement {
+export function recordStatement(id: KeyId, response: RecordedResponse): SqlStatement {
   return {
     text: `WITH recorded AS (
          UPDATE idempotency_keys
             SET status = 'completed', response_code = $4, response_headers = $5,
-                response_body = $6, updated_at = now()
+                response_body = $6, sealed_with = $7, updated_at = now()
           WHERE ${KEY_MATCHES} AND status = 'in_progress'
           RETURNING 1
        )
        SELECT 1 / count(*) AS recorded FROM recorded`,
-    values: [...keyValues(id), response.statusCode, response.headers, response.body],
+    values: [...keyValues(id), ...responseValues(response)],
     name: 'record',
   };
+}
+
+/**
+ * `response_code`, `response_headers`, `response_body`, `sealed_with`: a sealed response keeps
+ * its headers inside the envelope in `response_body`; a plain one leaves `sealed_with` null.
+ */
+export function responseValues(
+  response: RecordedResponse,
+): [number, StoredResponse['headers'] | null, Buffer, string | null] {
+  return isSealed(response)
+    ? [response.statusCode, null, response.envelope, response.sealedWith]
+    : [response.statusCode, response.headers, response.body, null];
 }
 
 /** `recordStatement`'s division by zero is a vanished claim: said plainly. */
@@ -220,11 +236,15 @@ function toExistingKey(row: KeyRow): ExistingKey {
     leaseSecondsLeft: row.lease_seconds_left ?? undefined,
     response:
       row.status === 'completed' && row.response_code !== null
-        ? {
-            statusCode: row.response_code,
-            headers: row.response_headers ?? {},
-            body: row.response_body ?? Buffer.alloc(0),
-          }
+        ? recordedResponse(row, row.response_code)
         : undefined,
   };
+}
+
+function recordedResponse(row: KeyRow, statusCode: number): RecordedResponse {
+  const body = row.response_body ?? Buffer.alloc(0);
+  // `sealed_with` is absent from rows read before this column existed (and in unit tests).
+  if (row.sealed_with === null || row.sealed_with === undefined)
+    return { statusCode, headers: row.response_headers ?? {}, body };
+  return { statusCode, sealedWith: row.sealed_with, envelope: body };
 }

@@ -13,9 +13,9 @@ import {
   ROLLBACK_TO_SAVEPOINT,
   SAVEPOINT,
 } from './idempotency-key.statements';
-import type { StoredResponse } from './idempotency.options';
 import type { KeyId } from './key-id';
 import { runKeyStatement } from './run-key-statement';
+import type { RecordedResponse } from './sealing/sealed-response';
 import type { SqlStatement } from '../shared/sql-literals';
 import { TransactionHostRef } from './transaction-host.ref';
 
@@ -55,8 +55,8 @@ export class IdempotencyKeyStore {
     await this.run(deleteExpiredStatement(id));
   }
 
-  /** Atomic mode: records the exact response; it commits with the handler's writes. */
-  async record(id: KeyId, response: StoredResponse): Promise<void> {
+  /** Atomic mode: records the exact response (sealed already); it commits with the handler's writes. */
+  async record(id: KeyId, response: RecordedResponse): Promise<void> {
     try {
       await this.run(recordStatement(id, response));
     } catch (error) {

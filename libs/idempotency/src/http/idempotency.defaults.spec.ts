@@ -51,3 +51,56 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ maxKeyLength: true as never })).toThrow('got boolean true');
   });
 });
+
+describe('resolveOptions: encryption', () => {
+  const key = Buffer.alloc(32, 7);
+  const resolve = (encryption: unknown) => () => resolveOptions({ encryption } as never);
+
+  it('is off without the option, and takes Buffers and base64 strings of 32 bytes', () => {
+    expect(resolveOptions({}).encryption).toEqual({ keys: [], unsealedRows: 'replay' });
+    const resolved = resolveOptions({
+      encryption: {
+        keys: [
+          { id: 'new', key: key.toString('base64') },
+          { id: 'old', key },
+        ],
+        unsealedRows: 'refuse',
+      },
+    }).encryption;
+    expect(resolved).toEqual({
+      keys: [
+        { id: 'new', key },
+        { id: 'old', key },
+      ],
+      unsealedRows: 'refuse',
+    });
+  });
+
+  it('stops the start on a keyring that cannot work, naming the option, never the key', () => {
+    expect(resolve({ keys: [] })).toThrow(/encryption\.keys must list at least one key/);
+    expect(resolve({})).toThrow(/encryption\.keys must list at least one key/);
+    expect(resolve({ keys: [{ id: '', key }] })).toThrow(/keys\[0\]\.id must be a non-empty/);
+    expect(resolve({ keys: [{ id: 'a'.repeat(256), key }] })).toThrow(/at most 255 bytes/);
+    expect(
+      resolve({
+        keys: [
+          { id: 'k', key },
+          { id: 'k', key },
+        ],
+      }),
+    ).toThrow(/the id "k" twice/);
+    expect(resolve({ keys: [{ id: 'k', key: Buffer.alloc(16) }] })).toThrow(
+      /keys\[0\] \("k"\)\.key must be 32 bytes, got 16/,
+    );
+    expect(resolve({ keys: [{ id: 'k', key: Buffer.alloc(16).toString('base64') }] })).toThrow(
+      /must decode to 32 bytes, got 16/,
+    );
+    const notBase64 = 'not base64!'.padEnd(44, '#');
+    expect(resolve({ keys: [{ id: 'k', key: notBase64 }] })).toThrow(/is not base64/);
+    expect(resolve({ keys: [{ id: 'k', key: notBase64 }] })).not.toThrow(/#/);
+    expect(resolve({ keys: [{ id: 'k', key: 42 }] })).toThrow(/a Buffer or a base64 string/);
+    expect(resolve({ keys: [{ id: 'k', key }], unsealedRows: 'drop' })).toThrow(
+      /unsealedRows must be 'replay' or 'refuse'/,
+    );
+  });
+});

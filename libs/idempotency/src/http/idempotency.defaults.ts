@@ -1,6 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { IdempotencyModuleOptions, TenantResolver } from './idempotency.options';
+import type {
+  IdempotencyEncryptionOptions,
+  IdempotencyModuleOptions,
+  TenantResolver,
+} from './idempotency.options';
 import { renderProblem } from './problem-details';
+import { KEY_BYTES, MAX_KEY_ID_BYTES, type SealingKey } from './sealing/record-cipher';
 
 /** Statuses that say "try again later": replaying them would block an honest retry for good. */
 const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425, 429]);
@@ -48,15 +53,22 @@ export interface ResolvedReplayCacheOptions {
   maxBodyBytes: number;
 }
 
+/** No keys: encryption off. */
+export interface ResolvedEncryptionOptions {
+  keys: SealingKey[];
+  unsealedRows: 'replay' | 'refuse';
+}
+
 export type ResolvedIdempotencyOptions = Required<
   Omit<
     IdempotencyModuleOptions,
-    'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup' | 'replayCache'
+    'onReplay' | 'onEvent' | 'transactionConnectionName' | 'cleanup' | 'replayCache' | 'encryption'
   >
 > &
   Pick<IdempotencyModuleOptions, 'onReplay' | 'onEvent' | 'transactionConnectionName'> & {
     cleanup: ResolvedCleanupOptions;
     replayCache: ResolvedReplayCacheOptions;
+    encryption: ResolvedEncryptionOptions;
   };
 
 export function resolveOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
@@ -86,6 +98,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
       maxAgeSeconds: (options.replayCache || undefined)?.maxAgeSeconds ?? 60,
       maxBodyBytes: (options.replayCache || undefined)?.maxBodyBytes ?? 65_536,
     },
+    encryption: resolveEncryption(options.encryption),
     cleanup: {
       enabled: options.cleanup !== false && (options.cleanup?.enabled ?? true),
       intervalSeconds: (options.cleanup || undefined)?.intervalSeconds ?? 300,
@@ -104,6 +117,48 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   assertPositiveInteger('replayCache.maxAgeSeconds', resolved.replayCache.maxAgeSeconds);
   assertPositiveInteger('replayCache.maxBodyBytes', resolved.replayCache.maxBodyBytes);
   return resolved;
+}
+
+/** Checks the keyring at start-up: a mistake here would otherwise surface as 500s on replays. */
+function resolveEncryption(
+  encryption: IdempotencyEncryptionOptions | undefined,
+): ResolvedEncryptionOptions {
+  if (encryption === undefined) return { keys: [], unsealedRows: 'replay' };
+  const fail = (problem: string): never => {
+    throw new Error(`IdempotencyModule: option encryption.${problem}`);
+  };
+  if (!Array.isArray(encryption.keys) || encryption.keys.length === 0)
+    fail('keys must list at least one key (omit encryption to store in plain)');
+  const unsealedRows = encryption.unsealedRows ?? 'replay';
+  if (unsealedRows !== 'replay' && unsealedRows !== 'refuse')
+    fail(`unsealedRows must be 'replay' or 'refuse', got ${describeValue(unsealedRows)}`);
+  const seen = new Set<string>();
+  const keys = encryption.keys.map(({ id, key }, index): SealingKey => {
+    if (typeof id !== 'string' || id === '')
+      fail(`keys[${index}].id must be a non-empty string, got ${describeValue(id)}`);
+    if (Buffer.byteLength(id, 'utf8') > MAX_KEY_ID_BYTES)
+      fail(`keys[${index}].id must be at most ${MAX_KEY_ID_BYTES} bytes`);
+    if (seen.has(id)) fail(`keys has the id "${id}" twice; each key needs its own id`);
+    seen.add(id);
+    return { id, key: keyBytes(key, `keys[${index}] ("${id}")`, fail) };
+  });
+  return { keys, unsealedRows };
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** The key's 32 bytes (a copy); the messages never show key material. */
+function keyBytes(key: unknown, name: string, fail: (problem: string) => never): Buffer {
+  if (Buffer.isBuffer(key)) {
+    if (key.length !== KEY_BYTES) fail(`${name}.key must be ${KEY_BYTES} bytes, got ${key.length}`);
+    return Buffer.from(key);
+  }
+  if (typeof key !== 'string') return fail(`${name}.key must be a Buffer or a base64 string`);
+  if (!BASE64.test(key)) return fail(`${name}.key is not base64`);
+  const bytes = Buffer.from(key, 'base64');
+  if (bytes.length !== KEY_BYTES)
+    fail(`${name}.key must decode to ${KEY_BYTES} bytes, got ${bytes.length}`);
+  return bytes;
 }
 
 function assertPositiveInteger(name: string, value: unknown): void {

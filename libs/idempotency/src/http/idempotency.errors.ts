@@ -1,5 +1,6 @@
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem-details';
 import { IdempotencyError } from '../shared/idempotency-error';
+import type { UnreadableRecordReason } from './sealing/record-cipher';
 
 /** Problem `type` URIs of the answers the library gives itself (not stored, never replayed). */
 export const IdempotencyProblemType = {
@@ -10,6 +11,7 @@ export const IdempotencyProblemType = {
   databaseUnavailable: 'urn:idempotency:database-unavailable',
   unfingerprintableRequest: 'urn:idempotency:unfingerprintable-request',
   responseTooLarge: 'urn:idempotency:response-too-large',
+  sealedRecordUnreadable: 'urn:idempotency:sealed-record-unreadable',
 } as const;
 
 /**
@@ -23,6 +25,7 @@ export type RejectionReason =
   | 'in_progress'
   | 'lock_timeout'
   | 'fingerprint_mismatch'
+  | 'unreadable_record'
   | 'released';
 
 export class IdempotencyRejection extends IdempotencyError {
@@ -30,6 +33,8 @@ export class IdempotencyRejection extends IdempotencyError {
     readonly reason: RejectionReason,
     readonly problem: ProblemDetails,
     readonly headers: Record<string, string> = {},
+    /** Why a sealed record could not be opened, on `unreadable_record`. */
+    readonly unreadableReason?: UnreadableRecordReason,
   ) {
     super(problem.detail ?? problem.title);
   }
@@ -86,6 +91,26 @@ export class IdempotencyRejection extends IdempotencyError {
       status: 500,
       detail: `The response is ${bytes} bytes, over the ${limit} bytes an idempotent response may have. Nothing was done.`,
     });
+  }
+
+  /**
+   * 500: the key's row holds a sealed record (response or step result) that no listed key opens.
+   * The row says the handler ran, so it must not run again: the request fails closed, and so
+   * will every retry until the key that sealed it is listed again or the row expires.
+   */
+  static sealedRecordUnreadable(reason: UnreadableRecordReason): IdempotencyRejection {
+    return new IdempotencyRejection(
+      'unreadable_record',
+      {
+        type: IdempotencyProblemType.sealedRecordUnreadable,
+        title: 'Stored outcome unreadable',
+        status: 500,
+        detail:
+          'The outcome stored for this key cannot be decrypted with the configured keys. The request was not run again.',
+      },
+      {},
+      reason,
+    );
   }
 
   /** 409. `lockTimeout`: the claim gave up waiting behind an uncommitted twin. */

@@ -33,6 +33,7 @@ import { CompletedResponseCache } from './replay/completed-response.cache';
 import { type Flight, InFlightKeys } from './replay/in-flight-keys';
 import { keyIdentity } from './replay/key-identity';
 import { type RouteOptions, routeOptions } from './route-options';
+import type { UnreadableRecordReason } from './sealing/record-cipher';
 import { wireBody } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 
@@ -92,10 +93,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // One event per request: an onReplay hook or a header that throws after the outcome was
     // reported must not report it a second time as released.
     let reported = false;
-    const report = (type: IdempotencyEventType, statusCode?: number) => {
+    const report = (
+      type: IdempotencyEventType,
+      statusCode?: number,
+      reason?: UnreadableRecordReason,
+    ) => {
       if (reported) return;
       reported = true;
-      this.events.emit({ type, scope, mode, statusCode, durationMs: performance.now() - started });
+      this.events.emit({
+        type,
+        scope,
+        mode,
+        statusCode,
+        durationMs: performance.now() - started,
+        ...(reason && { reason }),
+      });
     };
     try {
       request = await this.describe(context, next, route, http, pattern, scope);
@@ -145,7 +157,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (error) {
       if (error instanceof IdempotencyRejection) {
         this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
-        report(error.reason, error.status);
+        report(error.reason, error.status, error.unreadableReason);
         return this.reject(context, error);
       }
       if (isDatabaseUnavailable(error)) {

@@ -13,6 +13,7 @@ import { LeaseStore } from './phased/lease.store';
 import { PhasedRunner } from './phased/phased.runner';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { InFlightKeys } from './replay/in-flight-keys';
+import { RecordSealer } from './sealing/record-sealer';
 import { TransactionHostRef } from './transaction-host.ref';
 import {
   ConfigurableIdempotencyModule,
@@ -41,6 +42,7 @@ import {
     { provide: IdempotencyCleanup, useClass: IdempotencyCleanupService },
     CleanupScheduler,
     OpenApiDocumenter,
+    RecordSealer,
     IdempotencyKeyStore,
     LeaseStore,
     AtomicRunner,
@@ -56,6 +58,7 @@ import {
     CompletedResponseCache,
     InFlightKeys,
     IdempotencyCleanup,
+    RecordSealer,
     IdempotencyKeyStore,
     LeaseStore,
     AtomicRunner,

@@ -27,6 +27,23 @@ export interface ReplayContext {
   setHeader(name: string, value: string): void;
 }
 
+/** Option `encryption`: seals what a key row keeps of a response and of each phased step. */
+export interface IdempotencyEncryptionOptions {
+  /**
+   * AES-256 keys, 32 bytes each (a Buffer, or a string in base64). The first seals; every
+   * listed key opens. Rotate by putting a new key first and keeping the old one listed until
+   * the rows it sealed have expired. Ids must be unique and non-empty; an id is stored in each
+   * sealed record, so never reuse one for other key material.
+   */
+  keys: Array<{ id: string; key: Buffer | string }>;
+  /**
+   * Rows written without encryption (before it was turned on): `'replay'` (default) replays them
+   * as they are until they expire; `'refuse'` answers them like a record that cannot be opened
+   * (a 500 problem, the handler not run again).
+   */
+  unsealedRows?: 'replay' | 'refuse';
+}
+
 /** Resolves the tenant a key belongs to; `undefined` means the anonymous scope. */
 export type TenantResolver = (
   context: ExecutionContext,
@@ -104,12 +121,18 @@ export interface IdempotencyModuleOptions {
   cleanup?: false | { enabled?: boolean; intervalSeconds?: number; batchSize?: number };
   /**
    * Called for every outcome (claimed, replayed, in_progress, lock_timeout,
-   * fingerprint_mismatch, rejected_key, unfingerprintable_request, completed, stored_failure,
-   * released) with the claim and request durations, and for every cleanup batch
+   * fingerprint_mismatch, rejected_key, unfingerprintable_request, unreadable_record, completed,
+   * stored_failure, released) with the claim and request durations, and for every cleanup batch
    * (expired_removed): the one hook for metrics.
    * Must be fast and must not throw (a throw is logged and ignored).
    */
   onEvent?: (event: IdempotencyEvent) => void;
+  /**
+   * Seals the stored response (body and headers) and the phased steps' results with
+   * AES-256-GCM, bound to their tenant, scope and key. Default: off (stored in plain). A row no
+   * listed key opens fails closed with a 500 problem (`urn:idempotency:sealed-record-unreadable`).
+   */
+  encryption?: IdempotencyEncryptionOptions;
   /** Renders an HttpException that is stored. Default: RFC 9457 problem details. */
   renderException?: (exception: HttpException) => RenderedException;
 }

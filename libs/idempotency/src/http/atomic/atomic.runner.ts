@@ -19,6 +19,7 @@ import {
 import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
 import { ClaimConflictError } from '../../shared/postgres-errors';
+import { RecordSealer } from '../sealing/record-sealer';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { BatchedTransaction } from './batched-transaction';
 import { PreparedStatements } from './prepared-statements';
@@ -51,6 +52,7 @@ export class AtomicRunner implements IdempotentRunner {
     private readonly store: IdempotencyKeyStore,
     private readonly transactions: TransactionHostRef,
     private readonly events: IdempotencyEvents,
+    private readonly sealer: RecordSealer,
   ) {
     this.prepared = options.preparedStatements ? new PreparedStatements() : undefined;
   }
@@ -83,7 +85,7 @@ export class AtomicRunner implements IdempotentRunner {
           firstClaim: () =>
             this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
           savepointTaken: false,
-          record: (response) => this.store.record(id, response),
+          record: (response) => this.store.record(id, this.sealer.sealResponse(id, response)),
         }),
       );
     }
@@ -106,9 +108,12 @@ export class AtomicRunner implements IdempotentRunner {
           this.execute(request, claimStarted, {
             firstClaim: () => Promise.resolve(claimResultFrom(claimRows ?? [])),
             savepointTaken: true,
-            // Sent with the COMMIT, in the same round trip.
+            // Sealed here, in JS; sent with the COMMIT, in the same round trip.
             record: (response) => {
-              transaction.commitWith([recordStatement(id, response)], recordFailure);
+              transaction.commitWith(
+                [recordStatement(id, this.sealer.sealResponse(id, response))],
+                recordFailure,
+              );
               return Promise.resolve();
             },
           }),
@@ -161,6 +166,7 @@ export class AtomicRunner implements IdempotentRunner {
           existing,
           requestHash,
           this.options.retryAfterSeconds,
+          (recorded) => this.sealer.openResponse(id, recorded),
         );
         if (resolution !== 'expired') return resolution;
         await this.store.deleteExpired(id);

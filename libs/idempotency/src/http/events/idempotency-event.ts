@@ -1,3 +1,5 @@
+import type { UnreadableRecordReason } from '../sealing/record-cipher';
+
 /** What happened to one request (or one cleanup run); see `IdempotencyModuleOptions.onEvent`. */
 export type IdempotencyEventType =
   /** The key was claimed: the handler runs. Carries `claimMs`. */
@@ -14,6 +16,11 @@ export type IdempotencyEventType =
   | 'rejected_key'
   /** 400: the request nests deeper than `MAX_BODY_DEPTH` or holds a number out of range. */
   | 'unfingerprintable_request'
+  /**
+   * 500: the key's row holds a sealed record (option `encryption`) that no listed key opens; the
+   * handler was not run again. Carries `reason`.
+   */
+  | 'unreadable_record'
   /** The handler succeeded and its response was recorded. */
   | 'completed'
   /** The handler failed deterministically; the failure was recorded and will be replayed. */
@@ -35,6 +42,12 @@ export interface IdempotencyEvent {
   durationMs?: number;
   /** The claim statement(s) alone, in ms, on `claimed` (and on outcomes decided by the claim). */
   claimMs?: number;
+  /**
+   * On `unreadable_record`: `unknown_key` (no listed key has the record's key id), `authentication_failed`
+   * (the tag does not verify: wrong key material, a record copied from another key, tampering),
+   * `malformed`, or `unsealed_refused` (a plain row with `unsealedRows: 'refuse'`).
+   */
+  reason?: UnreadableRecordReason;
   /** Rows removed, on `expired_removed`. */
   count?: number;
 }

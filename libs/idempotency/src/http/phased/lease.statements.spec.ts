@@ -5,6 +5,7 @@ import {
   leaseClaimFrom,
   recordStepStatement,
   releaseLeaseStatement,
+  stepJson,
 } from './lease.statements';
 
 const hostileKey = `O'Brien \\ "quoted" $2 ; DROP TABLE idempotency_keys; -- ✓`;
@@ -20,7 +21,16 @@ const fenced = 'AND lease_owner = $4';
 describe('lease statements', () => {
   it.each([
     ['claim', claimLeaseStatement(id, 'hash', 86_400, 30, owner, 1_000)],
-    ['record step', recordStepStatement(id, owner, 'charge', { ok: true }, 30)],
+    [
+      'record step',
+      recordStepStatement(
+        id,
+        owner,
+        'charge',
+        { text: stepJson({ ok: true }), sealedWith: null },
+        30,
+      ),
+    ],
     ['complete', completeLeaseStatement(id, owner, response)],
     ['release', releaseLeaseStatement(id, owner)],
   ])(
@@ -50,7 +60,8 @@ describe('lease statements', () => {
   });
 
   it('records a step as JSON text (undefined as null), fenced by the owner, and counts the rows it changed', () => {
-    const statement = recordStepStatement(id, owner, 'charge', { b: 1, a: 2 }, 30);
+    const plain = { text: stepJson({ b: 1, a: 2 }), sealedWith: null };
+    const statement = recordStepStatement(id, owner, 'charge', plain, 30);
     expect(statement.text).toMatch(/^WITH changed AS \(UPDATE idempotency_keys/);
     expect(statement.text).toMatch(
       /RETURNING 1\) SELECT count\(\*\)::integer AS updated FROM changed$/,
@@ -64,8 +75,9 @@ describe('lease statements', () => {
       'charge',
       '{"b":1,"a":2}',
       30,
+      null,
     ]);
-    expect(recordStepStatement(id, owner, 'charge', undefined, 30).values[5]).toBe('null');
+    expect(stepJson(undefined)).toBe('null');
   });
 
   it('completes and releases only a lease this attempt still owns', () => {
@@ -80,6 +92,7 @@ describe('lease statements', () => {
       201,
       response.headers,
       response.body,
+      null,
     ]);
     expect(releaseLeaseStatement(id, owner).text).toContain(fenced);
   });

@@ -1,6 +1,12 @@
-import { KEY_MATCHES, keyValues, lockTimeoutSetting } from '../idempotency-key.statements';
-import type { StoredResponse } from '../idempotency.options';
+import {
+  KEY_MATCHES,
+  keyValues,
+  lockTimeoutSetting,
+  responseValues,
+} from '../idempotency-key.statements';
 import type { KeyId } from '../key-id';
+import type { RecordedStep } from '../sealing/record-sealer';
+import type { RecordedResponse } from '../sealing/sealed-response';
 import type { SqlStatement } from '../../shared/sql-literals';
 
 // The phased mode's statements about a key's lease, as pure builders. Each runs on its own and
@@ -59,8 +65,14 @@ export function claimLeaseStatement(
   };
 }
 
-/** What the rows of `claimLeaseStatement` say: no row, no lease (someone else holds the key). */
-export function leaseClaimFrom(rows: unknown[]): LeaseClaim {
+/**
+ * What the rows of `claimLeaseStatement` say: no row, no lease (someone else holds the key).
+ * `readStep` turns a step's stored text into its JSON text (opens a sealed one).
+ */
+export function leaseClaimFrom(
+  rows: unknown[],
+  readStep: (step: string, text: string) => string = (_step, text) => text,
+): LeaseClaim {
   const row = rows[0] as
     | {
         recovery_point: string | null;
@@ -71,7 +83,10 @@ export function leaseClaimFrom(rows: unknown[]): LeaseClaim {
   if (!row) return { claimed: false };
   // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
   const stepState = Object.fromEntries(
-    Object.entries(row.step_state ?? {}).map(([step, json]) => [step, JSON.parse(json)]),
+    Object.entries(row.step_state ?? {}).map(([step, text]) => [
+      step,
+      JSON.parse(readStep(step, text)),
+    ]),
   );
   return {
     claimed: true,
@@ -81,15 +96,22 @@ export function leaseClaimFrom(rows: unknown[]): LeaseClaim {
   };
 }
 
+/** A step's result as JSON text, what `recordStepStatement` stores (sealed or not). */
+export function stepJson(result: unknown): string {
+  return JSON.stringify(result ?? null);
+}
+
 /**
- * Records the recovery point `step` and its result, and renews the lease. Fenced by the lease
- * owner: nothing changes when another attempt took the key over (`fencedUpdateApplied`).
+ * Records the recovery point `step` and its result (`stepJson`, sealed when encryption is on),
+ * and renews the lease. Fenced by the lease owner: nothing changes when another attempt took
+ * the key over (`fencedUpdateApplied`). `sealed_with` names the newest key that sealed
+ * something in the row; each sealed step names its own key too.
  */
 export function recordStepStatement(
   id: KeyId,
   owner: string,
   step: string,
-  result: unknown,
+  recorded: RecordedStep,
   leaseSeconds: number,
 ): SqlStatement {
   return {
@@ -97,10 +119,11 @@ export function recordStepStatement(
       `UPDATE idempotency_keys
           SET recovery_point = $5,
               step_state = step_state || jsonb_build_object($5::text, $6::text),
+              sealed_with = COALESCE($8, sealed_with),
               locked_until = now() + make_interval(secs => $7), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
-    values: [...keyValues(id), owner, step, JSON.stringify(result ?? null), leaseSeconds],
+    values: [...keyValues(id), owner, step, recorded.text, leaseSeconds, recorded.sealedWith],
   };
 }
 
@@ -108,16 +131,17 @@ export function recordStepStatement(
 export function completeLeaseStatement(
   id: KeyId,
   owner: string,
-  response: StoredResponse,
+  response: RecordedResponse,
 ): SqlStatement {
   return {
     text: countingUpdated(
       `UPDATE idempotency_keys
           SET status = 'completed', recovery_point = 'finished', response_code = $5,
-              response_headers = $6, response_body = $7, locked_until = NULL, updated_at = now()
+              response_headers = $6, response_body = $7, sealed_with = $8, locked_until = NULL,
+              updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
-    values: [...keyValues(id), owner, response.statusCode, response.headers, response.body],
+    values: [...keyValues(id), owner, ...responseValues(response)],
   };
 }
 

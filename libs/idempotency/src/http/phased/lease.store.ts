@@ -3,6 +3,7 @@ import { claimFailure } from '../idempotency-key.statements';
 import type { StoredResponse } from '../idempotency.options';
 import type { KeyId } from '../key-id';
 import { runKeyStatement } from '../run-key-statement';
+import { RecordSealer } from '../sealing/record-sealer';
 import type { SqlStatement } from '../../shared/sql-literals';
 import { TransactionHostRef } from '../transaction-host.ref';
 import {
@@ -13,15 +14,21 @@ import {
   leaseClaimFrom,
   recordStepStatement,
   releaseLeaseStatement,
+  stepJson,
 } from './lease.statements';
 
 /**
  * Sends the phased mode's lease statements, each on `txHost.tx`: outside a transaction they
  * commit at once; a step's record runs inside the step's transaction and commits with its writes.
+ * Step results and the response are sealed before they are sent and opened when read
+ * (`RecordSealer`).
  */
 @Injectable()
 export class LeaseStore {
-  constructor(private readonly transactions: TransactionHostRef) {}
+  constructor(
+    private readonly transactions: TransactionHostRef,
+    private readonly sealer: RecordSealer,
+  ) {}
 
   async claimLease(
     id: KeyId,
@@ -39,7 +46,14 @@ export class LeaseStore {
     } catch (error) {
       throw claimFailure(error);
     }
-    return leaseClaimFrom(rows);
+    try {
+      return leaseClaimFrom(rows, (step, text) => this.sealer.openStep(id, step, text));
+    } catch (error) {
+      // A step that cannot be opened fails closed; the lease ends now, so each retry gets the
+      // same answer at once instead of a 409 until the lease runs out.
+      await this.releaseLease(id, owner).catch(() => undefined);
+      throw error;
+    }
   }
 
   /** False when another attempt took the key over: the caller's transaction must roll back its step. */
@@ -51,13 +65,23 @@ export class LeaseStore {
     leaseSeconds: number,
   ): Promise<boolean> {
     return fencedUpdateApplied(
-      await this.run(recordStepStatement(id, owner, step, result, leaseSeconds)),
+      await this.run(
+        recordStepStatement(
+          id,
+          owner,
+          step,
+          this.sealer.sealStep(id, step, stepJson(result)),
+          leaseSeconds,
+        ),
+      ),
     );
   }
 
   /** False when another attempt took the key over. */
   async completeLease(id: KeyId, owner: string, response: StoredResponse): Promise<boolean> {
-    return fencedUpdateApplied(await this.run(completeLeaseStatement(id, owner, response)));
+    return fencedUpdateApplied(
+      await this.run(completeLeaseStatement(id, owner, this.sealer.sealResponse(id, response))),
+    );
   }
 
   async releaseLease(id: KeyId, owner: string): Promise<void> {

@@ -16,6 +16,7 @@ import { LeaseLostError } from './lease-lost.error';
 import type { LeaseClaim } from './lease.statements';
 import { LeaseStore } from './lease.store';
 import { PHASES } from './phases.decorator';
+import { RecordSealer } from '../sealing/record-sealer';
 
 type LeaseOrReplay =
   | { claimed: true; lease: Extract<LeaseClaim, { claimed: true }> }
@@ -37,6 +38,7 @@ export class PhasedRunner implements IdempotentRunner {
     private readonly leases: LeaseStore,
     private readonly transactions: TransactionHostRef,
     private readonly events: IdempotencyEvents,
+    private readonly sealer: RecordSealer,
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
@@ -115,7 +117,12 @@ export class PhasedRunner implements IdempotentRunner {
       if (lease.claimed) return { claimed: true, lease };
       const existing = await this.keys.read(id);
       if (!existing) continue;
-      const resolution = resolveExistingKey(existing, requestHash, this.options.retryAfterSeconds);
+      const resolution = resolveExistingKey(
+        existing,
+        requestHash,
+        this.options.retryAfterSeconds,
+        (recorded) => this.sealer.openResponse(id, recorded),
+      );
       if (resolution !== 'expired') return { claimed: false, replay: resolution };
       await this.keys.deleteExpired(id);
     }
