@@ -20,6 +20,11 @@ export interface AppConfig {
   preparedStatements?: boolean;
   /** `IDEMPOTENCY_MAX_RESPONSE_BYTES`: the largest response an idempotent route may store. Unset: the library's default (1 MiB). */
   maxResponseBytes?: number;
+  /**
+   * `IDEMPOTENCY_ENCRYPTION_KEYS`: seals the stored responses and step results (the library's
+   * `encryption` option); the first key seals, every key opens. Unset: stored in plain.
+   */
+  encryptionKeys?: { id: string; key: Buffer }[];
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

@@ -55,6 +55,7 @@ export class AppModule {
             cleanup: config.cleanup,
             preparedStatements: config.preparedStatements,
             maxResponseBytes: config.maxResponseBytes,
+            encryption: config.encryptionKeys && { keys: config.encryptionKeys },
             onEvent: metrics.record,
           }),
         }),

@@ -27,8 +27,39 @@ export function configFromEnv(
     maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES
       ? positiveInteger(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 1)
       : undefined,
+    encryptionKeys: encryptionKeysFromEnv(env),
     benchRoutes: env.BENCH_ROUTES === '1',
   };
+}
+
+/**
+ * `IDEMPOTENCY_ENCRYPTION_KEYS=<id>:<base64 of 32 bytes>[,<id>:<base64>...]`: the first key
+ * seals, every listed key opens. Unset or empty: stored responses stay plain. A malformed value
+ * stops the start; the messages name the entry, never its key material.
+ */
+export function encryptionKeysFromEnv(
+  env: NodeJS.ProcessEnv,
+): { id: string; key: Buffer }[] | undefined {
+  const raw = env.IDEMPOTENCY_ENCRYPTION_KEYS?.trim();
+  if (!raw) return undefined;
+  const name = 'IDEMPOTENCY_ENCRYPTION_KEYS';
+  const ids = new Set<string>();
+  return raw.split(',').map((entry, index) => {
+    const position = `entry ${index + 1}`;
+    const separator = entry.indexOf(':');
+    const id = entry.slice(0, Math.max(separator, 0)).trim();
+    const base64 = entry.slice(separator + 1).trim();
+    if (separator < 0 || id === '' || base64 === '')
+      throw new Error(`${name}: ${position} must be <id>:<base64 of 32 bytes>`);
+    if (ids.has(id)) throw new Error(`${name}: the id "${id}" is listed twice`);
+    ids.add(id);
+    const key = Buffer.from(base64, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64) || key.length !== 32)
+      throw new Error(
+        `${name}: the key of "${id}" must be 32 bytes in base64 (openssl rand -base64 32), got ${key.length} bytes`,
+      );
+    return { id, key };
+  });
 }
 
 /** `on` or `off`; unset or empty keeps `fallback`. Anything else stops the start. */
