@@ -7,6 +7,7 @@ import {
   Post,
   ServiceUnavailableException,
 } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { from, lastValueFrom } from 'rxjs';
@@ -335,5 +336,53 @@ describe('sealed records (option encryption) on the real PostgreSQL', () => {
     const again = await post(sealing, '/sealed-phased', { tag: t }, { 'idempotency-key': k });
     expectUnreadable(again, 'authentication_failed');
     expect(await effects(dataSource, t)).toBe(1);
+  });
+});
+
+/** docs/sealed-records.md's (and the package README's) example, as written. */
+describe('encryption from @nestjs/config, as docs/sealed-records.md shows it', () => {
+  const names = ['IDEMPOTENCY_KEY_2026_12', 'IDEMPOTENCY_KEY_2026_06'];
+  const previous = names.map((name) => process.env[name]);
+  beforeAll(() => {
+    for (const name of names) process.env[name] = randomBytes(32).toString('base64');
+  });
+  afterAll(() => {
+    names.forEach((name, index) => {
+      if (previous[index] === undefined) delete process.env[name];
+      else process.env[name] = previous[index];
+    });
+  });
+
+  it('seals with the first key listed', async () => {
+    const { app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [ConfigService],
+        useFactory: (config: ConfigService) => ({
+          encryption: {
+            // The first key seals; every listed key opens. 32 bytes each, in base64.
+            keys: [
+              { id: '2026-12', key: config.getOrThrow<string>('IDEMPOTENCY_KEY_2026_12') },
+              { id: '2026-06', key: config.getOrThrow<string>('IDEMPOTENCY_KEY_2026_06') },
+            ],
+          },
+        }),
+      }),
+      undefined,
+      {},
+      {},
+      [ConfigModule.forRoot({ ignoreEnvFile: true })],
+    );
+    try {
+      const k = key();
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', k)
+        .send({ tag: tag() })
+        .expect(201);
+      expect((await keyRow(dataSource, k)).sealed_with).toBe('2026-12');
+    } finally {
+      await app.close();
+    }
   });
 });
