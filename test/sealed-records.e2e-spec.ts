@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { IdempotencyProblemType } from 'nestjs-pg-idempotency';
 import { configFromEnv } from '../apps/payments-api/src/config';
 import { TestDatabase } from './support/database';
@@ -137,5 +138,45 @@ describe('sealed records on the demo (IDEMPOTENCY_ENCRYPTION_KEYS)', () => {
     expect(read(`a:${short}`)).not.toThrow(short);
     expect(read(`a:${oldKey.replace(/.$/, '!')}`)).toThrow(/must be 32 bytes in base64/);
     expect(read('').call(undefined).encryptionKeys).toBeUndefined();
+  });
+});
+
+/** Sealing happens in JS before the record statement: the round trips stay those of a plain create. */
+describe('sealed records cost no round trip', () => {
+  const sent: string[] = [];
+  const original = Client.prototype.query;
+  const apps: INestApplication[] = [];
+  afterAll(async () => {
+    Client.prototype.query = original;
+    for (const app of apps) await app.close();
+  });
+
+  /** The first word of each query one create sends, on a connection that prepared already. */
+  async function createQueries(url: string): Promise<string[]> {
+    const create = () =>
+      postRaw(url, '/v1/orders', JSON.stringify({ customerId: uniqueCustomer(), amountCents: 9 }), {
+        authorization: ACME.authorization,
+        'idempotency-key': uniqueKey(),
+      });
+    await create(); // prepares the claim and the record on this connection
+    sent.length = 0;
+    expect((await create()).status).toBe(201);
+    return sent.map((sql) => sql.trim().split(/\s+/)[0].toUpperCase());
+  }
+
+  it('sends the same queries for a create with and without encryption', async () => {
+    const plain = await createTestApp();
+    const sealed = (await startDemo(`k1:${oldKey}`)).app;
+    apps.push(plain, sealed);
+    await plain.listen(0, '127.0.0.1');
+    Client.prototype.query = function (this: Client, ...args: unknown[]) {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : String((first as { text?: string })?.text));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof Client.prototype.query;
+    const withoutEncryption = await createQueries(await plain.getUrl());
+    const withEncryption = await createQueries(await sealed.getUrl());
+    expect(withEncryption).toEqual(['START', 'INSERT', 'EXECUTE']);
+    expect(withEncryption).toEqual(withoutEncryption);
   });
 });
