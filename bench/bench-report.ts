@@ -148,7 +148,34 @@ export function formatFigures(figures: BenchFigures): string {
     ratio('a/b', 'create over baseline', figures.createRatio, TARGETS.createRatio),
     ratio('c/b', 'replay over baseline', figures.replayRatio, TARGETS.replayRatio),
     ...cpuRatios(figures.scenarios),
+    ...settingCosts(figures.scenarios),
   ].join('\n');
+}
+
+/**
+ * What one setting costs a create, from the twin demo that differs in that setting alone:
+ * sealed records are (e) over (a), the write guard is (a) over (f).
+ */
+function settingCosts(scenarios: readonly ScenarioFigures[]): string[] {
+  const find = (id: ScenarioId) => scenarios.find((scenario) => scenario.id === id);
+  const a = find('a');
+  const e = find('e');
+  const f = find('f');
+  const cost = (name: string, on?: ScenarioFigures, off?: ScenarioFigures) => {
+    if (!on || !off) return [];
+    const pg = on.postgresCpuMsPerRequest - off.postgresCpuMsPerRequest;
+    return [
+      `${name}: ${signed(on.appCpuMsPerRequest - off.appCpuMsPerRequest)} ms app CPU, ` +
+        `${Number.isNaN(pg) ? 'n/a' : signed(pg)} ms PostgreSQL CPU, ` +
+        `${signed(on.roundTripsPerRequest - off.roundTripsPerRequest)} round trips per create ` +
+        `(req/s ${(on.requestsPerSecond / off.requestsPerSecond).toFixed(2)}x)`,
+    ];
+  };
+  return [...cost('sealed records cost (e - a)', e, a), ...cost('write guard costs (a - f)', a, f)];
+}
+
+function signed(value: number): string {
+  return `${value >= 0 ? '+' : ''}${value.toFixed(3)}`;
 }
 
 /**

@@ -32,8 +32,15 @@ export class DemoProcess {
     child.once('exit', (code) => (this.exitCode = code));
   }
 
-  /** `faults`: `DEMO_FAULTS=1`, for the probes that need `X-Demo-Fault`; never for the measured rounds. */
-  static async start(databaseUrl: string, faults = false): Promise<DemoProcess> {
+  /**
+   * `faults`: `DEMO_FAULTS=1`, for the probes that need `X-Demo-Fault`; never for the measured
+   * rounds. `settings`: environment variables of a variant (encryption on, say).
+   */
+  static async start(
+    databaseUrl: string,
+    faults = false,
+    settings: NodeJS.ProcessEnv = {},
+  ): Promise<DemoProcess> {
     if (!existsSync(DEMO_MAIN))
       throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
     const port = await findFreePort();
@@ -44,6 +51,7 @@ export class DemoProcess {
       // Its card processor stub idles on a port of its own: the benchmark never pays.
       PROVIDER_PORT: String(await findFreePort()),
       BENCH_ROUTES: '1',
+      ...settings,
     };
     delete env.PROVIDER_URL;
     if (faults) env.DEMO_FAULTS = '1';

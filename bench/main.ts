@@ -14,6 +14,8 @@ import {
   type ScenarioId,
   scenarios,
   TENANT_KEYS,
+  type DemoVariant,
+  variantEnvironment,
 } from './scenarios';
 
 /**
@@ -26,16 +28,22 @@ async function main(): Promise<void> {
   const options = benchOptions(process.argv.slice(2), process.env);
   const started = Date.now();
   let database: BenchDatabase | undefined;
+  const demos = new Map<DemoVariant, DemoProcess>();
   let demo: DemoProcess | undefined;
   try {
     database = await openBenchDatabase(process.env);
-    demo = await DemoProcess.start(database.url);
     const runId = randomUUID().slice(0, 8);
     const all = scenarios(runId);
+    // Every variant's process is up before the first round; only one is under load at a time.
+    for (const variant of new Set(all.map((scenario) => scenario.variant))) {
+      demos.set(variant, await DemoProcess.start(database.url, false, variantEnvironment(variant)));
+    }
+    demo = demos.get('default');
+    if (!demo) throw new Error('no scenario runs on the default demo');
     console.log(header(options, database.description));
     await completeReplayKey(demo, runId);
 
-    const runs = await measure(demo, database, all, options);
+    const runs = await measure(demos, database, all, options);
     const figures = benchFigures(all, runs);
     console.log(`\n${formatFigures(figures)}`);
     console.log(
@@ -43,7 +51,8 @@ async function main(): Promise<void> {
     );
 
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
-    await demo.stop();
+    for (const measured of demos.values()) await measured.stop();
+    demos.clear();
     demo = await DemoProcess.start(database.url, true);
     console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
@@ -57,6 +66,7 @@ async function main(): Promise<void> {
       console.log('\nsmoke run: every figure was produced (a short run does not judge the ratios)');
     }
   } finally {
+    for (const measured of demos.values()) await measured.stop();
     await demo?.stop();
     await database?.close();
     console.log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -65,15 +75,19 @@ async function main(): Promise<void> {
 
 /** A warm-up run of each scenario (JIT, pool, caches), then the measured rounds. */
 async function measure(
-  demo: DemoProcess,
+  demos: ReadonlyMap<DemoVariant, DemoProcess>,
   database: BenchDatabase,
   all: readonly Scenario[],
   options: BenchOptions,
 ): Promise<Map<ScenarioId, ScenarioRun[]>> {
-  const settings = { url: demo.url, connections: options.connections };
+  const demoOf = (scenario: Scenario): DemoProcess => {
+    const demo = demos.get(scenario.variant);
+    if (!demo) throw new Error(`no demo process for the ${scenario.variant} variant`);
+    return demo;
+  };
   for (const scenario of all) {
-    await runScenario(demo, database, scenario, 'warmup', {
-      ...settings,
+    await runScenario(demoOf(scenario), database, scenario, 'warmup', {
+      connections: options.connections,
       durationSeconds: options.warmupSeconds,
     });
   }
@@ -82,8 +96,8 @@ async function measure(
     const order = round % 2 === 1 ? all : [...all].reverse();
     const line: string[] = [];
     for (const scenario of order) {
-      const run = await runScenario(demo, database, scenario, `r${round}`, {
-        ...settings,
+      const run = await runScenario(demoOf(scenario), database, scenario, `r${round}`, {
+        connections: options.connections,
         durationSeconds: options.durationSeconds,
       });
       runs.get(scenario.id)?.push(run);

@@ -20,7 +20,6 @@ export interface ScenarioRun {
 }
 
 export interface RunSettings {
-  url: string;
   connections: number;
   durationSeconds: number;
 }
@@ -44,7 +43,7 @@ export async function runScenario(
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
-        url: settings.url,
+        url: demo.url,
         connections: settings.connections,
         pipelining: 1,
         duration: settings.durationSeconds,

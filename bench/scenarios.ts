@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type autocannon from 'autocannon';
 
 /** The demo's two tenants; requests alternate between them in every scenario. */
@@ -11,11 +11,18 @@ export const ORDER_BODY = JSON.stringify({
   currency: 'usd',
 });
 
-export type ScenarioId = 'a' | 'b' | 'c' | 'd';
+export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+
+/**
+ * Which demo process serves a scenario: the default one, or a twin started with one setting
+ * changed, so that setting's cost shows beside (a) in the same run.
+ */
+export type DemoVariant = 'default' | 'sealed' | 'unguarded';
 
 export interface Scenario {
   id: ScenarioId;
   title: string;
+  variant: DemoVariant;
   /** The autocannon request of this scenario for one measured run (`run` names it, e.g. `r2`). */
   request(run: string): autocannon.Request;
 }
@@ -60,21 +67,25 @@ export function scenarios(runId: string): Scenario[] {
     {
       id: 'a',
       title: 'create, a fresh key per request',
+      variant: 'default',
       request: () => orderRequest('/v1/orders', () => `bench-${randomUUID()}`),
     },
     {
       id: 'b',
       title: 'the same handler without idempotency',
+      variant: 'default',
       request: () => orderRequest('/bench/orders', () => undefined),
     },
     {
       id: 'c',
       title: 'replays of one completed key',
+      variant: 'default',
       request: () => orderRequest('/v1/orders', () => replayKey(runId)),
     },
     {
       id: 'd',
       title: `contention, ${CONTENTION_KEYS} keys`,
+      variant: 'default',
       // A key belongs to its tenant: 5 keys of each. Fresh keys in every run, so that each run
       // starts with a race for the first claims.
       request: (run) =>
@@ -83,5 +94,29 @@ export function scenarios(runId: string): Scenario[] {
           return `bench-${runId}-${run}-${Math.floor(Math.random() * perTenant)}`;
         }),
     },
+    {
+      id: 'e',
+      title: 'create, sealed records (encryption on)',
+      variant: 'sealed',
+      request: () => orderRequest('/v1/orders', () => `bench-${randomUUID()}`),
+    },
+    {
+      id: 'f',
+      title: 'create, write guard off',
+      variant: 'unguarded',
+      request: () => orderRequest('/v1/orders', () => `bench-${randomUUID()}`),
+    },
   ];
+}
+
+/** What each variant's demo process gets in its environment besides the default demo's. */
+export function variantEnvironment(variant: DemoVariant): NodeJS.ProcessEnv {
+  switch (variant) {
+    case 'default':
+      return {};
+    case 'sealed':
+      return { IDEMPOTENCY_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` };
+    case 'unguarded':
+      return { IDEMPOTENCY_WRITE_GUARD: 'off' };
+  }
 }

@@ -15,7 +15,6 @@ import { HealthController } from './health/health.controller';
 import { DemoMessagingModule } from './messaging/demo-messaging.module';
 import { messagingSettings } from './messaging/messaging.config';
 import { Order } from './orders/order.entity';
-import { IdempotencyMetrics } from './metrics/idempotency-metrics';
 import { MetricsModule } from './metrics/metrics.module';
 import { OrdersModule } from './orders/orders.module';
 import { Payment } from './payments/payment.entity';
@@ -47,17 +46,12 @@ export class AppModule {
             }),
           ],
         }),
-        IdempotencyModule.forRootAsync({
-          imports: [MetricsModule],
-          inject: [IdempotencyMetrics],
-          useFactory: (metrics: IdempotencyMetrics) => ({
-            leaseSeconds: config.leaseSeconds,
-            cleanup: config.cleanup,
-            preparedStatements: config.preparedStatements,
-            maxResponseBytes: config.maxResponseBytes,
-            encryption: config.encryptionKeys && { keys: config.encryptionKeys },
-            onEvent: metrics.record,
-          }),
+        IdempotencyModule.forRoot({
+          leaseSeconds: config.leaseSeconds,
+          cleanup: config.cleanup,
+          preparedStatements: config.preparedStatements,
+          maxResponseBytes: config.maxResponseBytes,
+          encryption: config.encryptionKeys && { keys: config.encryptionKeys },
         }),
         MetricsModule,
         EventsModule,

@@ -19,7 +19,11 @@ export { IdempotentPhases, type PhaseFetchInit } from './http/phased/idempotent-
 export { LeaseLostError } from './http/phased/lease-lost.error';
 export { childKey } from './http/phased/child-key';
 export { IdempotencyCleanup, type CleanupReport } from './http/cleanup/idempotency-cleanup';
-export type { IdempotencyEvent, IdempotencyEventType } from './http/events/idempotency-event';
+export {
+  IDEMPOTENCY_DIAGNOSTICS_CHANNEL,
+  type IdempotencyEvent,
+  type IdempotencyEventType,
+} from './http/events/idempotency-event';
 export type { UnreadableRecordReason } from './http/sealing/record-cipher';
 export type {
   IdempotencyEncryptionOptions,

@@ -1,17 +1,23 @@
-import { Injectable } from '@nestjs/common';
-import type { IdempotencyEvent } from 'nestjs-pg-idempotency';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { IDEMPOTENCY_DIAGNOSTICS_CHANNEL, type IdempotencyEvent } from 'nestjs-pg-idempotency';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-/** The library's `onEvent` hook, turned into Prometheus series. */
+/**
+ * The library's events, turned into Prometheus series. They arrive on the library's
+ * `node:diagnostics_channel` channel, the way an APM agent would take them: the app's module
+ * options need no hook for it. The channel is process-wide, so this instance listens only while
+ * its app lives.
+ */
 @Injectable()
-export class IdempotencyMetrics {
+export class IdempotencyMetrics implements OnModuleDestroy {
   readonly registry = new Registry();
 
   private readonly outcomes = new Counter({
     name: 'idempotency_requests_total',
-    help: 'Idempotent requests by scope and outcome (completed, replayed, stored_failure, released, in_progress, lock_timeout, fingerprint_mismatch, rejected_key, unfingerprintable_request)',
+    help: 'Idempotent requests by scope and outcome (completed, replayed, stored_failure, released, in_progress, lock_timeout, fingerprint_mismatch, rejected_key, unfingerprintable_request, unreadable_record)',
     labelNames: ['scope', 'outcome'],
     registers: [this.registry],
   });
@@ -47,10 +53,17 @@ export class IdempotencyMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, this.onMessage);
   }
 
-  /** Pass as `IdempotencyModule` option `onEvent`. */
-  readonly record = (event: IdempotencyEvent): void => {
+  onModuleDestroy(): void {
+    unsubscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, this.onMessage);
+  }
+
+  // The channel's messages are typed unknown; the library publishes IdempotencyEvents only.
+  private readonly onMessage = (message: unknown): void => this.record(message as IdempotencyEvent);
+
+  private record(event: IdempotencyEvent): void {
     const scope = event.scope ?? 'unknown';
     switch (event.type) {
       case 'expired_removed':
@@ -66,5 +79,5 @@ export class IdempotencyMetrics {
         if (event.durationMs !== undefined)
           this.requestSeconds.observe({ scope, outcome: event.type }, event.durationMs / 1000);
     }
-  };
+  }
 }

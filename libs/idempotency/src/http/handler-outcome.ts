@@ -1,4 +1,4 @@
-import { HttpException, Logger } from '@nestjs/common';
+import { HttpException, InternalServerErrorException, Logger } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { httpResponse } from './http-exchange';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
@@ -24,9 +24,12 @@ export class UnstoredOutcome extends Error {
 
 /**
  * Runs the handler and decides what its outcome means for the key:
- * - a result, or an HttpException the policy stores, becomes the response to record;
+ * - a result, or a thrown error the policy stores, becomes the response to record;
  *   `beforeStoringFailure` runs first (the atomic mode rolls back to its savepoint there);
  * - anything else is thrown: the caller releases the key.
+ * The policy sees the thrown error itself, so a handler can mark one that follows an effect
+ * already committed elsewhere as final; a non-HTTP error is asked about as a 500 and, when
+ * stored, recorded as a plain 500 problem that does not reveal its message.
  * `next.handle()` binds the async context when called, so call this inside the transaction
  * the handler must join.
  */
@@ -41,10 +44,12 @@ export async function settleHandler(
     const value: unknown = await lastValueFrom(request.next.handle(), { defaultValue: undefined });
     captured = captureResponse(value, response, options.storedHeaders, request.serializeOptions);
   } catch (error) {
-    if (!(error instanceof HttpException) || !options.shouldStore(error.getStatus())) throw error;
+    const exception = error instanceof HttpException ? error : undefined;
+    if (!options.shouldStore(exception?.getStatus() ?? 500, error)) throw error;
+    const stored = exception ?? new InternalServerErrorException();
     const failure = captureFailure(
-      error,
-      options.renderException(error),
+      stored,
+      options.renderException(stored),
       response,
       options.storedHeaders,
     );
@@ -54,7 +59,7 @@ export async function settleHandler(
   }
   // A returned result is the handler's success (redirects included): its writes commit with it.
   // Only a returned error status goes through the policy.
-  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode))
+  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode, undefined))
     throw new UnstoredOutcome(captured);
   assertStorable(captured, request, options);
   return { response: captured, failed: false };

@@ -10,6 +10,7 @@ import { KEY_BYTES, MAX_KEY_ID_BYTES, type SealingKey } from './sealing/record-c
 /** Statuses that say "try again later": replaying them would block an honest retry for good. */
 const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425, 429]);
 
+/** The default outcome policy: it looks at the status alone. */
 export function defaultShouldStore(statusCode: number): boolean {
   if (statusCode >= 200 && statusCode < 300) return true;
   if (statusCode >= 400 && statusCode < 500) return !RETRYABLE_CLIENT_ERRORS.has(statusCode);

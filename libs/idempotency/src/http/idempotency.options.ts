@@ -73,11 +73,16 @@ export interface IdempotencyModuleOptions {
    */
   tenantResolver?: TenantResolver;
   /**
-   * Whether a handler outcome with this status is stored and replayed (deterministic) or
-   * released so a retry runs again (transient). Default: 2xx and 4xx are stored except
-   * 408, 409, 425 and 429; everything else is released. Thrown non-HTTP errors are always released.
+   * Whether a handler outcome is stored and replayed (deterministic) or released so a retry
+   * runs again (transient). Called with the status and, when the handler threw, the error
+   * itself (a non-HTTP error as status 500); a returned error status comes with `undefined`.
+   * Default (`defaultShouldStore`): 2xx and 4xx are stored except 408, 409, 425 and 429;
+   * everything else, thrown non-HTTP errors included, is released. Return true for an error
+   * that follows an effect committed elsewhere (a charge the provider took), so the retry
+   * replays it instead of repeating the effect. A stored non-HTTP error is recorded as a 500
+   * problem without its message.
    */
-  shouldStore?: (statusCode: number) => boolean;
+  shouldStore?: (statusCode: number, error: unknown) => boolean;
   /** Response headers stored and replayed besides `content-type` and `location`. Default none. */
   storedHeaders?: string[];
   /** Request headers that take part in the fingerprint. Default none. */

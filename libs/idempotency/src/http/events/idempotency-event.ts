@@ -1,5 +1,12 @@
 import type { UnreadableRecordReason } from '../sealing/record-cipher';
 
+/**
+ * The `node:diagnostics_channel` channel on which every event that `onEvent` receives is also
+ * published (the message is the `IdempotencyEvent`). Subscribe with
+ * `diagnostics_channel.subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener)`.
+ */
+export const IDEMPOTENCY_DIAGNOSTICS_CHANNEL = 'nestjs-pg-idempotency:event';
+
 /** What happened to one request (or one cleanup run); see `IdempotencyModuleOptions.onEvent`. */
 export type IdempotencyEventType =
   /** The key was claimed: the handler runs. Carries `claimMs`. */
