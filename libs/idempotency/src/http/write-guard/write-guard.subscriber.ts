@@ -6,7 +6,6 @@ import {
 } from '@nestjs/common';
 import type {
   DataSource,
-  EntityManager,
   EntityMetadata,
   EntitySubscriberInterface,
   InsertEvent,
@@ -93,7 +92,7 @@ export class WriteGuardSubscriber
     if (!guard) return;
     // Without an active transaction `tx` is the DataSource's manager, whose query runner is
     // undefined: then every write is outside (phased mode, between steps).
-    const transaction = this.transactions.host.tx as EntityManager;
+    const transaction = this.transactions.host.tx;
     if (event.queryRunner === transaction.queryRunner) return;
     const entity = event.metadata.name;
     const { scope, mode } = guard;
