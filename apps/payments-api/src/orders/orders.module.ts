@@ -8,6 +8,6 @@ import { OrdersService } from './orders.service';
   controllers: [OrdersController],
   providers: [OrdersService, DemoFaults, WriteOutsideTransactionFault],
   // The benchmark's baseline route runs the orders handler itself (bench/bench.module.ts).
-  exports: [OrdersService, DemoFaults],
+  exports: [OrdersService, DemoFaults, WriteOutsideTransactionFault],
 })
 export class OrdersModule {}
