@@ -1,3 +1,4 @@
+import type { WriteGuardMode } from 'nestjs-pg-idempotency';
 import type { MessagingSettings } from './messaging/messaging.config';
 
 /** What the demo reads from its environment, resolved once in main.ts (or by a test). */
@@ -20,6 +21,8 @@ export interface AppConfig {
   preparedStatements?: boolean;
   /** `IDEMPOTENCY_MAX_RESPONSE_BYTES`: the largest response an idempotent route may store. Unset: the library's default (1 MiB). */
   maxResponseBytes?: number;
+  /** `IDEMPOTENCY_WRITE_GUARD` (`throw`, `warn` or `off`). Unset: the library's default (`throw`). */
+  writeGuard?: WriteGuardMode;
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

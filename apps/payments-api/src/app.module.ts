@@ -51,6 +51,7 @@ export class AppModule {
           cleanup: config.cleanup,
           preparedStatements: config.preparedStatements,
           maxResponseBytes: config.maxResponseBytes,
+          writeGuard: config.writeGuard,
         }),
         MetricsModule,
         EventsModule,

@@ -10,6 +10,7 @@ export const IdempotencyProblemType = {
   databaseUnavailable: 'urn:idempotency:database-unavailable',
   unfingerprintableRequest: 'urn:idempotency:unfingerprintable-request',
   responseTooLarge: 'urn:idempotency:response-too-large',
+  writeOutsideTransaction: 'urn:idempotency:write-outside-transaction',
 } as const;
 
 /**
@@ -85,6 +86,20 @@ export class IdempotencyRejection extends IdempotencyError {
       title: 'Response too large to store',
       status: 500,
       detail: `The response is ${bytes} bytes, over the ${limit} bytes an idempotent response may have. Nothing was done.`,
+    });
+  }
+
+  /**
+   * 500: the handler wrote `entity` through a connection other than the request's transaction
+   * (the write guard refused it before it reached the database). A bug in the service, not in
+   * the request: its transaction rolled back, the key is free, and a retry fails the same way.
+   */
+  static writeOutsideTransaction(entity: string, scope: string): IdempotencyRejection {
+    return new IdempotencyRejection('released', {
+      type: IdempotencyProblemType.writeOutsideTransaction,
+      title: 'Write outside the idempotent transaction',
+      status: 500,
+      detail: `The handler of ${scope} wrote ${entity} outside the request's transaction. The write was refused and nothing was done.`,
     });
   }
 

@@ -14,6 +14,7 @@ import { PhasedRunner } from './phased/phased.runner';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { InFlightKeys } from './replay/in-flight-keys';
 import { TransactionHostRef } from './transaction-host.ref';
+import { WriteGuardSubscriber } from './write-guard/write-guard.subscriber';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -46,6 +47,7 @@ import {
     AtomicRunner,
     PhasedRunner,
     IdempotencyInterceptor,
+    WriteGuardSubscriber,
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.
