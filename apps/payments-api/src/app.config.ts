@@ -1,3 +1,4 @@
+import type { WriteGuardMode } from 'nestjs-pg-idempotency';
 import type { MessagingSettings } from './messaging/messaging.config';
 
 /** What the demo reads from its environment, resolved once in main.ts (or by a test). */
@@ -25,6 +26,8 @@ export interface AppConfig {
    * `encryption` option); the first key seals, every key opens. Unset: stored in plain.
    */
   encryptionKeys?: { id: string; key: Buffer }[];
+  /** `IDEMPOTENCY_WRITE_GUARD` (`throw`, `warn` or `off`). Unset: the library's default (`throw`). */
+  writeGuard?: WriteGuardMode;
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

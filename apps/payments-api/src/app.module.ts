@@ -52,6 +52,7 @@ export class AppModule {
           preparedStatements: config.preparedStatements,
           maxResponseBytes: config.maxResponseBytes,
           encryption: config.encryptionKeys && { keys: config.encryptionKeys },
+          writeGuard: config.writeGuard,
         }),
         MetricsModule,
         EventsModule,

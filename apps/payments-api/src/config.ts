@@ -1,4 +1,5 @@
 import type { LogLevel } from '@nestjs/common';
+import type { WriteGuardMode } from 'nestjs-pg-idempotency';
 import type { AppConfig } from './app.config';
 import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
@@ -28,6 +29,7 @@ export function configFromEnv(
       ? positiveInteger(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 1)
       : undefined,
     encryptionKeys: encryptionKeysFromEnv(env),
+    writeGuard: writeGuardFromEnv(env),
     benchRoutes: env.BENCH_ROUTES === '1',
   };
 }
@@ -60,6 +62,14 @@ export function encryptionKeysFromEnv(
       );
     return { id, key };
   });
+}
+
+/** `IDEMPOTENCY_WRITE_GUARD`: `throw`, `warn` or `off`; unset keeps the library's default. */
+function writeGuardFromEnv(env: NodeJS.ProcessEnv): WriteGuardMode | undefined {
+  const raw = env.IDEMPOTENCY_WRITE_GUARD;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'throw' || raw === 'warn' || raw === 'off') return raw;
+  throw new Error(`IDEMPOTENCY_WRITE_GUARD must be "throw", "warn" or "off", got "${raw}"`);
 }
 
 /** `on` or `off`; unset or empty keeps `fallback`. Anything else stops the start. */

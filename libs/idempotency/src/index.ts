@@ -33,6 +33,7 @@ export type {
   ReplayContext,
   StoredResponse,
   TenantResolver,
+  WriteGuardMode,
 } from './http/idempotency.options';
 export { defaultShouldStore, principalTenantResolver } from './http/idempotency.defaults';
 export { IdempotencyError } from './shared/idempotency-error';

@@ -51,6 +51,13 @@ export class IdempotencyMetrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  private readonly writesOutside = new Counter({
+    name: 'idempotency_writes_outside_transaction_total',
+    help: "TypeORM writes outside the request's transaction seen by the write guard, by scope and entity",
+    labelNames: ['scope', 'entity'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
     subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, this.onMessage);
@@ -68,6 +75,10 @@ export class IdempotencyMetrics implements OnModuleDestroy {
     switch (event.type) {
       case 'expired_removed':
         this.expiredRemoved.inc(event.count ?? 0);
+        return;
+      // Not an outcome: the request it belongs to reports one of its own (`released`).
+      case 'write_outside_transaction':
+        this.writesOutside.inc({ scope, entity: event.entity ?? 'unknown' });
         return;
       case 'claimed':
         this.claims.inc({ scope, mode: event.mode ?? 'atomic' });

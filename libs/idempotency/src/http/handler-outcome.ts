@@ -6,6 +6,7 @@ import type { StoredResponse } from './idempotency.options';
 import type { IdempotentRequest } from './idempotent-request';
 import { captureFailure, captureResponse } from './stored-response';
 import { IdempotencyRejection } from './idempotency.errors';
+import { GuardedRequest } from './write-guard/guarded-request';
 
 const logger = new Logger('Idempotency');
 
@@ -30,6 +31,7 @@ export class UnstoredOutcome extends Error {
  * The policy sees the thrown error itself, so a handler can mark one that follows an effect
  * already committed elsewhere as final; a non-HTTP error is asked about as a 500 and, when
  * stored, recorded as a plain 500 problem that does not reveal its message.
+ * A write the guard refused (`writeGuard`) fails the request whatever the handler made of it.
  * `next.handle()` binds the async context when called, so call this inside the transaction
  * the handler must join.
  */
@@ -39,11 +41,17 @@ export async function settleHandler(
   beforeStoringFailure: () => Promise<void> = () => Promise.resolve(),
 ): Promise<SettledHandler> {
   const response = httpResponse(request.context);
+  const guard = GuardedRequest.of(request, options);
+  const handle = () => lastValueFrom(request.next.handle(), { defaultValue: undefined });
   let captured: StoredResponse;
   try {
-    const value: unknown = await lastValueFrom(request.next.handle(), { defaultValue: undefined });
+    const value: unknown = await (guard ? guard.watch(handle) : handle());
+    // A write the guard refused fails the request even when the handler caught the refusal:
+    // whatever it answered, its other writes may depend on the one that never happened.
+    guard?.assertNoWriteRefused();
     captured = captureResponse(value, response, options.storedHeaders, request.serializeOptions);
   } catch (error) {
+    guard?.assertNoWriteRefused();
     const exception = error instanceof HttpException ? error : undefined;
     if (!options.shouldStore(exception?.getStatus() ?? 500, error)) throw error;
     const stored = exception ?? new InternalServerErrorException();

@@ -50,6 +50,14 @@ describe('resolveOptions', () => {
     );
     expect(() => resolveOptions({ maxKeyLength: true as never })).toThrow('got boolean true');
   });
+
+  it('guards writes by default, and stops the start on a writeGuard it does not know', () => {
+    expect(resolveOptions({}).writeGuard).toBe('throw');
+    expect(resolveOptions({ writeGuard: 'warn' }).writeGuard).toBe('warn');
+    expect(() => resolveOptions({ writeGuard: 'strict' as never })).toThrow(
+      `IdempotencyModule: option writeGuard must be 'throw', 'warn' or 'off', got the string "strict"`,
+    );
+  });
 });
 
 describe('resolveOptions: encryption', () => {

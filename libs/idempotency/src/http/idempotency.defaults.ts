@@ -3,6 +3,7 @@ import type {
   IdempotencyEncryptionOptions,
   IdempotencyModuleOptions,
   TenantResolver,
+  WriteGuardMode,
 } from './idempotency.options';
 import { renderProblem } from './problem-details';
 import { KEY_BYTES, MAX_KEY_ID_BYTES, type SealingKey } from './sealing/record-cipher';
@@ -89,6 +90,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
     markReplays: options.markReplays ?? false,
     preparedStatements: options.preparedStatements ?? true,
     maxResponseBytes: options.maxResponseBytes ?? 1_048_576,
+    writeGuard: options.writeGuard ?? 'throw',
     onReplay: options.onReplay,
     onEvent: options.onEvent,
     transactionConnectionName: options.transactionConnectionName,
@@ -109,6 +111,7 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);
   assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
   assertPositiveInteger('maxResponseBytes', resolved.maxResponseBytes);
+  assertWriteGuardMode('IdempotencyModule: option writeGuard', resolved.writeGuard);
   assertPositiveInteger('ttlSeconds', resolved.ttlSeconds);
   assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
   assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);
@@ -167,6 +170,15 @@ function assertPositiveInteger(name: string, value: unknown): void {
     throw new Error(
       `IdempotencyModule: option ${name} must be a positive integer, got ${describeValue(value)}`,
     );
+  }
+}
+
+const WRITE_GUARD_MODES: readonly unknown[] = ['throw', 'warn', 'off'] satisfies WriteGuardMode[];
+
+/** `setting` names the option in the message; `@Idempotent()` checks its own with it too. */
+export function assertWriteGuardMode(setting: string, value: unknown): void {
+  if (!WRITE_GUARD_MODES.includes(value)) {
+    throw new Error(`${setting} must be 'throw', 'warn' or 'off', got ${describeValue(value)}`);
   }
 }
 

@@ -12,6 +12,7 @@ export const IdempotencyProblemType = {
   unfingerprintableRequest: 'urn:idempotency:unfingerprintable-request',
   responseTooLarge: 'urn:idempotency:response-too-large',
   sealedRecordUnreadable: 'urn:idempotency:sealed-record-unreadable',
+  writeOutsideTransaction: 'urn:idempotency:write-outside-transaction',
 } as const;
 
 /**
@@ -111,6 +112,20 @@ export class IdempotencyRejection extends IdempotencyError {
       {},
       reason,
     );
+  }
+
+  /**
+   * 500: the handler wrote `entity` through a connection other than the request's transaction
+   * (the write guard refused it before it reached the database). A bug in the service, not in
+   * the request: its transaction rolled back, the key is free, and a retry fails the same way.
+   */
+  static writeOutsideTransaction(entity: string, scope: string): IdempotencyRejection {
+    return new IdempotencyRejection('released', {
+      type: IdempotencyProblemType.writeOutsideTransaction,
+      title: 'Write outside the idempotent transaction',
+      status: 500,
+      detail: `The handler of ${scope} wrote ${entity} outside the request's transaction. The write was refused and nothing was done.`,
+    });
   }
 
   /** 409. `lockTimeout`: the claim gave up waiting behind an uncommitted twin. */

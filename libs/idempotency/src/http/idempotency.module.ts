@@ -15,6 +15,7 @@ import { CompletedResponseCache } from './replay/completed-response.cache';
 import { InFlightKeys } from './replay/in-flight-keys';
 import { RecordSealer } from './sealing/record-sealer';
 import { TransactionHostRef } from './transaction-host.ref';
+import { WriteGuardSubscriber } from './write-guard/write-guard.subscriber';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -48,6 +49,7 @@ import {
     AtomicRunner,
     PhasedRunner,
     IdempotencyInterceptor,
+    WriteGuardSubscriber,
   ],
   // @Idempotent() instantiates the interceptor in the controller's module: its dependencies
   // must be visible there.

@@ -43,6 +43,8 @@ export interface IdempotencyEncryptionOptions {
    */
   unsealedRows?: 'replay' | 'refuse';
 }
+/** See `IdempotencyModuleOptions.writeGuard`. */
+export type WriteGuardMode = 'throw' | 'warn' | 'off';
 
 /** Resolves the tenant a key belongs to; `undefined` means the anonymous scope. */
 export type TenantResolver = (
@@ -117,6 +119,16 @@ export interface IdempotencyModuleOptions {
    * maxBodyBytes: 65536 }`; `false` turns it off. An entry never outlives its row's expiry; a row
    * deleted by hand is still replayed from memory for up to `maxAgeSeconds`.
    */
+  /**
+   * What to do when an `@Idempotent()` handler writes through TypeORM (insert, update, remove,
+   * soft remove, recover) on a connection other than the request's transaction, e.g. through an
+   * injected repository instead of `txHost.tx`: such a write commits even when the key is
+   * released, and the retry writes again. `'throw'` (default) refuses it before it reaches the
+   * database and fails the request (500, `urn:idempotency:write-outside-transaction`, nothing
+   * commits, the key is released); `'warn'` logs it once per route and entity and lets it
+   * through; `'off'` does not watch. Only the transactional DataSource's TypeORM writes are seen.
+   */
+  writeGuard?: WriteGuardMode;
   replayCache?: false | { maxEntries?: number; maxAgeSeconds?: number; maxBodyBytes?: number };
   /**
    * Deletes keys past their time to live on a timer inside the app, in batches.
@@ -156,6 +168,8 @@ export interface IdempotentOptions {
   phased?: boolean;
   /** Phased mode: overrides the module's lease for this route. */
   leaseSeconds?: number;
+  /** Overrides the module's `writeGuard` for this route. */
+  writeGuard?: WriteGuardMode;
   /**
    * Names the key space. Default: the method and route pattern, e.g. `POST /v1/orders`.
    * Give two routes one scope only when one key must never be used on both.

@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
-import { describeValue } from './idempotency.defaults';
+import { assertWriteGuardMode, describeValue } from './idempotency.defaults';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import type { IdempotentOptions } from './idempotency.options';
 
@@ -21,6 +21,8 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & C
       );
     }
   }
+  if (options.writeGuard !== undefined)
+    assertWriteGuardMode('@Idempotent(): writeGuard', options.writeGuard);
   return applyDecorators(
     SetMetadata(IDEMPOTENT_ROUTE, { ...options }),
     UseInterceptors(IdempotencyInterceptor),

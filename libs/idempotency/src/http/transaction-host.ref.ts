@@ -32,6 +32,12 @@ export class TransactionHostRef implements OnModuleInit {
     return this.resolved;
   }
 
+  /** The DataSource the host opens its transactions on (its manager outside a transaction). */
+  dataSource(): DataSource | undefined {
+    const manager = this.host.tx as EntityManager | undefined;
+    return manager?.connection;
+  }
+
   /**
    * Whether the library may open a transaction itself (`BatchedTransaction`) and hand it to
    * the host, and with what: undefined when a transaction is already active (the request joins

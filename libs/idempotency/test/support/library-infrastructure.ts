@@ -2,7 +2,7 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
-import type { MigrationInterface, MixedList } from 'typeorm';
+import type { EntitySchema, MigrationInterface, MixedList } from 'typeorm';
 import { databaseUrl } from './database-url';
 import { libraryMigrations } from './migrations';
 
@@ -16,6 +16,8 @@ export interface InfrastructureOptions {
   poolSize?: number;
   /** The DataSource's migrations. Default: the library's (`libraryMigrations`). */
   migrations?: MixedList<string | (new () => MigrationInterface)>;
+  /** The DataSource's entities (a suite that writes through repositories). Default none. */
+  entities?: MixedList<string | EntitySchema | (new () => unknown)>;
 }
 
 /**
@@ -29,6 +31,7 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       type: 'postgres',
       url: databaseUrl(),
       migrations: options.migrations ?? libraryMigrations,
+      entities: options.entities,
       isolationLevel: options.isolationLevel,
       ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
     }),

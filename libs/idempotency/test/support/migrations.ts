@@ -14,6 +14,7 @@ const TEST_TABLES = [
   `CREATE TABLE IF NOT EXISTS library_test_effects (id serial PRIMARY KEY, route text NOT NULL, tag text NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS phased_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS messaging_test_effects (id serial PRIMARY KEY, tag text NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS guard_test_notes (id serial PRIMARY KEY, tag text NOT NULL, note text NOT NULL, deleted_at timestamptz)`,
 ];
 
 // The demo's lock (apps/payments-api/src/database/run-migrations.ts), on purpose: in one Jest

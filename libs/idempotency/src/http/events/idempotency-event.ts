@@ -35,7 +35,12 @@ export type IdempotencyEventType =
   /** The handler failed transiently; the key was released (atomic) or its lease ended (phased). */
   | 'released'
   /** A cleanup batch removed expired rows. Carries `count`. */
-  | 'expired_removed';
+  | 'expired_removed'
+  /**
+   * The handler wrote `entity` through TypeORM outside the request's transaction (the classic
+   * bug): refused with `writeGuard: 'throw'`, let through with `'warn'`. One per such write.
+   */
+  | 'write_outside_transaction';
 
 export interface IdempotencyEvent {
   type: IdempotencyEventType;
@@ -57,4 +62,6 @@ export interface IdempotencyEvent {
   reason?: UnreadableRecordReason;
   /** Rows removed, on `expired_removed`. */
   count?: number;
+  /** The entity written outside the request's transaction, on `write_outside_transaction`. */
+  entity?: string;
 }
