@@ -31,9 +31,9 @@ export interface ReplayContext {
 export interface IdempotencyEncryptionOptions {
   /**
    * AES-256 keys, 32 bytes each (a Buffer, or a string in base64). The first seals; every
-   * listed key opens. Rotate by putting a new key first and keeping the old one listed until
-   * the rows it sealed have expired. Ids must be unique and non-empty; an id is stored in each
-   * sealed record, so never reuse one for other key material.
+   * listed key opens. Rotate by listing a new key (last until every process has it, then
+   * first) and keeping the old one until the rows it sealed have expired. Ids must be unique and
+   * non-empty; an id is stored in each sealed record, so never reuse one for other key material.
    */
   keys: Array<{ id: string; key: Buffer | string }>;
   /**
