@@ -1,5 +1,6 @@
 import type { LogLevel } from '@nestjs/common';
 import type { AppConfig } from './app.config';
+import { httpAdapterKind } from './http-adapter';
 import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
 /** The demo's environment, with its defaults. `providerUrl` is resolved by main.ts. */
@@ -28,6 +29,7 @@ export function configFromEnv(
       ? positiveInteger(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 1)
       : undefined,
     benchRoutes: env.BENCH_ROUTES === '1',
+    graphql: httpAdapterKind(env.HTTP_ADAPTER) === 'express',
   };
 }
 
