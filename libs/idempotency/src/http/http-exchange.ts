@@ -31,7 +31,8 @@ export function httpRequest(context: ExecutionContext): HttpRequestLike {
  * the request there). Read by index, so the library need not load `@nestjs/graphql`.
  */
 export function underlyingRequest<T>(context: ExecutionContext): T | undefined {
-  if (context.getType<string>() === 'graphql')
+  // `in`: a hand-made context (a unit test's, say) may offer switchToHttp() alone.
+  if ('getType' in context && context.getType<string>() === 'graphql')
     return context.getArgByIndex<{ req?: T } | undefined>(2)?.req;
   return context.switchToHttp().getRequest<T>();
 }
