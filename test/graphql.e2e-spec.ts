@@ -211,3 +211,33 @@ describe('POST /graphql createOrder (atomic idempotency, in process, express)', 
     expect(await db.orders('acme', customerId)).toHaveLength(0);
   });
 });
+
+describe('POST /graphql createOrder with IDEMPOTENCY_MAX_RESPONSE_BYTES=64', () => {
+  let app: INestApplication;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    app = await createTestApp({ maxResponseBytes: 64 });
+    db = new TestDatabase();
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  it('answers IDEMPOTENCY_RESPONSE_TOO_LARGE, rolls the order back and keeps no key row', async () => {
+    const key = uniqueKey();
+    const customerId = uniqueCustomer();
+    const res = await request(app.getHttpServer())
+      .post('/graphql')
+      .set({ authorization: ACME.authorization, 'idempotency-key': key })
+      .send({ query: CREATE, variables: { input: { customerId, amountCents: 100 } } });
+
+    expect(JSON.parse(res.text)).toMatchObject({
+      data: null,
+      errors: [{ extensions: { code: 'IDEMPOTENCY_RESPONSE_TOO_LARGE' } }],
+    });
+    expect(await db.orders('acme', customerId)).toHaveLength(0);
+    expect(await db.keys('acme', key)).toHaveLength(0);
+  });
+});

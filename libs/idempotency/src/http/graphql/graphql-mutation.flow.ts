@@ -21,13 +21,17 @@ const CODE_BY_PROBLEM_TYPE = new Map<string, string>(
   ]),
 );
 
-/** The resolver's `info` when `context` is a field of a GraphQL mutation operation. */
+/**
+ * The resolver's `info` when `context` is a root field of a mutation operation. Queries,
+ * subscriptions and the fields resolved inside a mutation's result (`@ResolveField()` of a
+ * class-level `@Idempotent()` resolver) are left alone: they read, and the mutation's record
+ * already covers the operation.
+ */
 export function mutationField(context: ExecutionContext): GraphQLResolveInfo | undefined {
   const info = context.getArgByIndex<GraphQLResolveInfo | undefined>(3);
   if (!info) return undefined;
-  return info.operation.operation === graphqlLibrary().OperationTypeNode.MUTATION
-    ? info
-    : undefined;
+  const mutation = info.operation.operation === graphqlLibrary().OperationTypeNode.MUTATION;
+  return mutation && info.parentType === info.schema.getMutationType() ? info : undefined;
 }
 
 /**
@@ -104,7 +108,7 @@ export class GraphqlMutationFlow implements RequestFlow {
   }
 }
 
-/** `createOrder`, `first` (an alias), `orders.create` (a nested mutation field). */
+/** `createOrder`, or `first` for the field aliased `first: createOrder(...)`. */
 function responsePath(path: ResponsePath): string {
   const keys: (string | number)[] = [];
   for (let step: ResponsePath | undefined = path; step; step = step.prev) keys.push(step.key);
