@@ -2,7 +2,8 @@ import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { TestDatabase } from './support/database';
 import { ACME, uniqueCustomer, uniqueKey } from './support/http';
-import { createTestApp } from './support/test-app';
+import { AppProcess } from './support/app-process';
+import { createTestApp, databaseUrl } from './support/test-app';
 
 const CREATE = `mutation Create($input: CreateOrderInput!) {
   createOrder(input: $input) { id customerId amountCents currency reference status }
@@ -239,5 +240,66 @@ describe('POST /graphql createOrder with IDEMPOTENCY_MAX_RESPONSE_BYTES=64', () 
     });
     expect(await db.orders('acme', customerId)).toHaveLength(0);
     expect(await db.keys('acme', key)).toHaveLength(0);
+  });
+});
+
+describe('POST /graphql on the built demo (main.ts, real process)', () => {
+  let app: AppProcess;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    app = await AppProcess.start();
+    db = new TestDatabase();
+  });
+  afterAll(async () => {
+    await app.stop();
+    await db.close();
+  });
+
+  it('serves createOrder with the API key and the idempotency key, and replays it', async () => {
+    const key = uniqueKey();
+    const customerId = uniqueCustomer();
+    const post = () =>
+      fetch(`${app.url}/graphql`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: ACME.authorization,
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({
+          query: CREATE,
+          variables: { input: { customerId, amountCents: 5 } },
+        }),
+      }).then((res) => res.text());
+    const first = await post();
+    const replay = await post();
+
+    expect(JSON.parse(first)).toMatchObject({ data: { createOrder: { customerId } } });
+    expect(replay).toBe(first);
+    expect(await db.orders('acme', customerId)).toHaveLength(1);
+  });
+});
+
+describe('POST /graphql on the built demo with HTTP_ADAPTER=fastify', () => {
+  let app: AppProcess;
+
+  beforeAll(async () => {
+    app = await AppProcess.start({ DATABASE_URL: databaseUrl(), HTTP_ADAPTER: 'fastify' });
+  });
+  afterAll(() => app.stop());
+
+  it('is not mounted (GraphQL is served on Express only); REST still is', async () => {
+    const graphql = await fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: ACME.authorization },
+      body: JSON.stringify({ query: '{ orders { id } }' }),
+    });
+    const rest = await fetch(`${app.url}/v1/orders`, {
+      headers: { authorization: ACME.authorization },
+    });
+
+    expect(graphql.status).toBe(404);
+    expect(rest.status).toBe(200);
   });
 });
