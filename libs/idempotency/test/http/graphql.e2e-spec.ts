@@ -78,6 +78,16 @@ class ThingsResolver {
       throw new GraphQLError('boom', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
     return { id: row.id, tag, calls: resolverCalls };
   }
+
+  @Mutation(() => Thing)
+  @Idempotent({ phased: true })
+  async phasedThing(@Args('tag') tag: string): Promise<Thing> {
+    await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
+      [tag],
+    );
+    return { id: 0, tag, calls: 0 };
+  }
 }
 
 @Module({ providers: [ThingsResolver] })
@@ -191,6 +201,42 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     }
     expect(await effects(tag)).toBe(1);
     expect(await effects(`${tag}-other`)).toBe(0);
+  });
+
+  it('counts the fragments the operation uses, not those of other operations in the document', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const make = `mutation Make($tag: String!) { makeThing(tag: $tag) { ...Parts } }
+      fragment Parts on Thing { id tag calls label }`;
+    const other = `mutation Other { makeThing(tag: "other") { ...OtherParts } }
+      fragment OtherParts on Thing { id }`;
+    const post = (query: string) =>
+      request(app.getHttpServer())
+        .post('/graphql')
+        .set({ 'content-type': 'application/json', 'idempotency-key': key })
+        .send(JSON.stringify({ query, variables: { tag }, operationName: 'Make' }));
+    const first = await post(make);
+    const withOther = await post(`${other}\n${make}`);
+    const partsChanged = await post(make.replace('calls label', 'label'));
+
+    expect(withOther.text).toBe(first.text);
+    expect(JSON.parse(partsChanged.text)).toMatchObject({
+      errors: [{ extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }],
+    });
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('refuses the phased mode on a mutation, naming the resolver, and runs nothing', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const res = await send(`mutation { phasedThing(tag: "${tag}") { id } }`, {}, key);
+
+    expect(JSON.parse(res.text)).toMatchObject({
+      data: null,
+      errors: [{ message: expect.stringContaining('ThingsResolver.phasedThing') as string }],
+    });
+    expect(await effects(tag)).toBe(0);
+    expect(await keyRows(key)).toEqual([]);
   });
 
   it('leaves queries alone, key or not', async () => {

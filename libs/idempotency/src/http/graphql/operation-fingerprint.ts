@@ -13,9 +13,9 @@ import type { GraphqlLibrary } from './graphql-library';
 const printedOperations = new WeakMap<OperationDefinitionNode, string>();
 
 /**
- * SHA-256 (hex) of what makes two mutation requests "the same": the operation in its printed
- * form with the fragments it uses (so whitespace, comments and unused fragments do not count),
- * its variables as GraphQL coerced them (defaults filled in), the operation name, and the
+ * SHA-256 (hex) of what makes two mutation requests "the same": the operation in its printed form
+ * with the fragments it uses (so whitespace, comments and the document's other operations do not
+ * count), its variables as GraphQL coerced them (defaults filled in), the operation name, and the
  * fingerprinted headers; RFC 8785 canonical JSON, with the body's bounds on nesting and numbers.
  */
 export function operationFingerprint(
