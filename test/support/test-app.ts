@@ -23,6 +23,7 @@ export async function createTestApp(
         leaseSeconds: 60,
         cleanup: false,
         benchRoutes: false,
+        graphql: adapter === 'express', // the demo mounts GraphQL on Express only
         ...config,
       }),
     ],

@@ -32,6 +32,11 @@ export interface AppConfig {
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */
   messaging?: Partial<Omit<MessagingSettings, 'amqpUrl'>>;
+  /**
+   * Serves `POST /graphql` (Apollo Server, code-first). On by default on Express; the demo
+   * does not mount GraphQL on Fastify (`HTTP_ADAPTER=fastify`). Unset: off.
+   */
+  graphql?: boolean;
   /** `BENCH_ROUTES=1` adds the benchmark's routes: `POST /bench/orders`, `GET /bench/stats`. */
   benchRoutes: boolean;
 }

@@ -1,5 +1,7 @@
 import { type DynamicModule, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { GraphQLModule } from '@nestjs/graphql';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -67,6 +69,18 @@ export class AppModule {
           : []),
         OrdersModule,
         PaymentsModule,
+        ...(config.graphql
+          ? [
+              GraphQLModule.forRoot<ApolloDriverConfig>({
+                driver: ApolloDriver,
+                path: '/graphql',
+                autoSchemaFile: true, // built in memory from the code-first types
+                playground: false,
+                // A stack trace differs on every answer: a replayed error must be the same bytes.
+                includeStacktraceInErrorResponses: false,
+              }),
+            ]
+          : []),
         ...(config.benchRoutes ? [BenchModule] : []),
       ],
       controllers: [HealthController],

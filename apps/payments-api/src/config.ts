@@ -1,6 +1,7 @@
 import type { LogLevel } from '@nestjs/common';
 import type { WriteGuardMode } from 'nestjs-pg-idempotency';
 import type { AppConfig } from './app.config';
+import { httpAdapterKind } from './http-adapter';
 import { messagingOverridesFromEnv } from './messaging/messaging.config';
 
 /** The demo's environment, with its defaults. `providerUrl` is resolved by main.ts. */
@@ -31,6 +32,7 @@ export function configFromEnv(
     encryptionKeys: encryptionKeysFromEnv(env),
     writeGuard: writeGuardFromEnv(env),
     benchRoutes: env.BENCH_ROUTES === '1',
+    graphql: httpAdapterKind(env.HTTP_ADAPTER) === 'express',
   };
 }
 

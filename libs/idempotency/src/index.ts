@@ -38,6 +38,7 @@ export type {
 export { defaultShouldStore, principalTenantResolver } from './http/idempotency.defaults';
 export { IdempotencyError } from './shared/idempotency-error';
 export { IdempotencyProblemType } from './http/idempotency.errors';
+export { IdempotencyGraphQLErrorCode } from './http/graphql/graphql-error-codes';
 export { isDatabaseUnavailable } from './shared/postgres-errors';
 export {
   PROBLEM_CONTENT_TYPE,

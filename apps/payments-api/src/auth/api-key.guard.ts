@@ -5,6 +5,7 @@ import {
   UnauthorizedException,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { authenticatedRequest } from './authenticated-request';
 import { IS_PUBLIC } from './public.decorator';
 
 /**
@@ -34,9 +35,7 @@ export class ApiKeyGuard implements CanActivate {
       context.getClass(),
     ]);
     if (isPublic) return true;
-    const request = context
-      .switchToHttp()
-      .getRequest<{ headers: Record<string, string | undefined>; user?: AuthenticatedPrincipal }>();
+    const request = authenticatedRequest(context);
     const match = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '');
     const tenantId = match ? TENANTS_BY_API_KEY.get(match[1]) : undefined;
     if (!tenantId) {

@@ -1,7 +1,8 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { AuthenticatedPrincipal } from './api-key.guard';
+import { authenticatedRequest } from './authenticated-request';
 
-/** The tenant the API key guard authenticated. */
+/** The tenant the API key guard authenticated (routes and GraphQL resolvers alike). */
 export const Tenant = createParamDecorator((_data: unknown, context: ExecutionContext): string => {
-  return context.switchToHttp().getRequest<{ user: AuthenticatedPrincipal }>().user.tenantId;
+  // Set by ApiKeyGuard before any handler or resolver runs.
+  return (authenticatedRequest(context).user as { tenantId: string }).tenantId;
 });

@@ -30,6 +30,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
+    // A resolver's error belongs to GraphQL: Apollo puts it in the response's `errors`.
+    if (host.getType<string>() === 'graphql') throw exception;
     const problem = this.toProblem(exception);
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();

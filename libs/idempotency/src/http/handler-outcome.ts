@@ -77,7 +77,7 @@ export async function settleHandler(
  * A response over `maxResponseBytes` is refused before anything commits: stored, it would bloat
  * every replay; sent without being stored, a retry would run the handler again.
  */
-function assertStorable(
+export function assertStorable(
   response: StoredResponse,
   request: IdempotentRequest,
   options: ResolvedIdempotencyOptions,

@@ -25,6 +25,18 @@ export function httpRequest(context: ExecutionContext): HttpRequestLike {
   return context.switchToHttp().getRequest<HttpRequestLike>();
 }
 
+/**
+ * The HTTP request behind the context: the request itself, or for a GraphQL resolver the `req`
+ * of its context (Nest passes resolvers `[root, args, context, info]`; `@nestjs/apollo` puts
+ * the request there). Read by index, so the library need not load `@nestjs/graphql`.
+ */
+export function underlyingRequest<T>(context: ExecutionContext): T | undefined {
+  // `in`: a hand-made context (a unit test's, say) may offer switchToHttp() alone.
+  if ('getType' in context && context.getType<string>() === 'graphql')
+    return context.getArgByIndex<{ req?: T } | undefined>(2)?.req;
+  return context.switchToHttp().getRequest<T>();
+}
+
 export function httpResponse(context: ExecutionContext): HttpResponseLike {
   return context.switchToHttp().getResponse<HttpResponseLike>();
 }

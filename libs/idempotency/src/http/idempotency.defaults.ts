@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import { underlyingRequest } from './http-exchange';
 import type {
   IdempotencyEncryptionOptions,
   IdempotencyModuleOptions,
@@ -27,7 +28,8 @@ const PRINCIPAL_FIELDS = ['tenantId', 'userId', 'id', 'sub'] as const;
  * error, not a shared scope), so two users can never meet in one key space by accident.
  */
 export const principalTenantResolver: TenantResolver = (context: ExecutionContext) => {
-  const user = context.switchToHttp().getRequest<{ user?: unknown }>().user;
+  // A GraphQL resolver's request too: its guard authenticated the HTTP request carrying it.
+  const user = underlyingRequest<{ user?: unknown }>(context)?.user;
   if (user === undefined || user === null) return undefined;
   if (typeof user === 'object') {
     for (const field of PRINCIPAL_FIELDS) {

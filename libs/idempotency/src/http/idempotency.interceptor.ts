@@ -7,12 +7,13 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { defer, lastValueFrom, type Observable } from 'rxjs';
+import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
 import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { keyLabel, requestFingerprint } from './fingerprint';
+import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
 import { UnstoredOutcome } from './handler-outcome';
 import {
   headerValue,
@@ -32,6 +33,7 @@ import { isDatabaseUnavailable } from '../shared/postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { type Flight, InFlightKeys } from './replay/in-flight-keys';
 import { keyIdentity } from './replay/key-identity';
+import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
 import type { UnreadableRecordReason } from './sealing/record-cipher';
 import { wireBody } from './stored-response';
@@ -39,7 +41,10 @@ import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** Requests an idempotency run has taken on; weak, so a finished request leaves no trace. */
+/**
+ * Requests (a GraphQL field's `info`) an idempotency run has taken on; weak, so a finished
+ * request leaves no trace.
+ */
 const RUNNING = new WeakSet<object>();
 
 // Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
@@ -66,7 +71,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
+    const type = context.getType<string>();
+    if (type === 'graphql') return this.interceptField(context, next);
+    if (type !== 'http') return next.handle();
     const route = routeOptions(this.reflector, context.getClass(), context.getHandler() as never);
     if (!route) return next.handle();
     const request = httpRequest(context);
@@ -76,19 +83,54 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // interceptor twice: the inner one would find the outer one's claim and answer 409 for ever.
     if (RUNNING.has(request)) return next.handle();
     RUNNING.add(request);
-    return defer(() => this.handle(context, next, route, request));
+    const pattern = routePattern(context, request);
+    const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
+    return this.run(next, route, {
+      eventScope: scope,
+      describe: () => this.describe(context, next, route, request, pattern, scope),
+      deliver: (stored, headers) => ({ value: this.send(context, stored, headers) }),
+      reject: (rejection) => ({ value: this.reject(context, rejection) }),
+    });
+  }
+
+  /**
+   * A field of a GraphQL mutation (queries and subscriptions are left alone): the same flow,
+   * with the key read from the HTTP request carrying the operation. Atomic mode only.
+   */
+  private interceptField(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const route = routeOptions(this.reflector, context.getClass(), context.getHandler() as never);
+    const info = route && mutationField(context);
+    if (!route || !info || RUNNING.has(info)) return next.handle();
+    RUNNING.add(info);
+    if (route.phased) {
+      return throwError(
+        () =>
+          new Error(
+            `@Idempotent({ phased: true }) on ${context.getClass().name}.${context.getHandler().name}: ` +
+              'the phased mode does not serve GraphQL mutations; use the atomic mode',
+          ),
+      );
+    }
+    return this.run(next, route, new GraphqlMutationFlow(context, next, route, info, this.options));
+  }
+
+  /** Runs the flow; a delivered error is thrown only here, past the flow's own error handling. */
+  private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
+    return defer(async () => {
+      const delivery = await this.handle(next, route, flow);
+      if ('error' in delivery) throw delivery.error;
+      return delivery.value;
+    });
   }
 
   private async handle(
-    context: ExecutionContext,
     next: CallHandler,
     route: RouteOptions,
-    http: HttpRequestLike,
-  ): Promise<unknown> {
+    flow: RequestFlow,
+  ): Promise<Delivery> {
     const started = performance.now();
     const mode = route.phased ? 'phased' : 'atomic';
-    const pattern = routePattern(context, http);
-    const scope = route.scope ?? `${http.method.toUpperCase()} ${pattern}`;
+    const scope = flow.eventScope;
     let request: IdempotentRequest | undefined;
     // One event per request: an onReplay hook or a header that throws after the outcome was
     // reported must not report it a second time as released.
@@ -110,13 +152,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       });
     };
     try {
-      request = await this.describe(context, next, route, http, pattern, scope);
-      if (!request) return await lastValueFrom(next.handle(), { defaultValue: undefined });
+      request = await flow.describe();
+      if (!request)
+        return { value: await lastValueFrom(next.handle(), { defaultValue: undefined }) };
       const cached = this.cache.get(request.id);
       if (cached) {
         if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
         report('replayed', cached.response.statusCode);
-        return await this.replay(context, request, cached.response);
+        return await this.replay(flow, request, cached.response);
       }
       // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
       // back: that transaction may still roll back, so only the database may replay it.
@@ -126,7 +169,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const flight = coalesce ? await this.lead(request) : undefined;
       if (flight && 'replay' in flight) {
         report('replayed', flight.replay.statusCode);
-        return await this.replay(context, request, flight.replay);
+        return await this.replay(flow, request, flight.replay);
       }
       let outcome: Outcome;
       try {
@@ -148,17 +191,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
-        return await this.replay(context, request, outcome.response);
+        return await this.replay(flow, request, outcome.response);
       }
       if (!joinsTransaction)
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
-      return this.send(context, outcome.response);
+      return flow.deliver(outcome.response);
     } catch (error) {
       if (error instanceof IdempotencyRejection) {
         this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
         report(error.reason, error.status, error.unreadableReason);
-        return this.reject(context, error);
+        return flow.reject(error);
       }
       if (isDatabaseUnavailable(error)) {
         this.logger.warn(
@@ -168,10 +211,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
           this.options.retryAfterSeconds,
         );
         report('released', unavailable.status);
-        return this.reject(context, unavailable);
+        return flow.reject(unavailable);
       }
       report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
-      if (error instanceof UnstoredOutcome) return this.send(context, error.response);
+      if (error instanceof UnstoredOutcome) return flow.deliver(error.response);
       throw error;
     }
   }
@@ -245,10 +288,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async replay(
-    context: ExecutionContext,
+    flow: RequestFlow,
     request: IdempotentRequest,
     stored: StoredResponse,
-  ): Promise<unknown> {
+  ): Promise<Delivery> {
     const headers: Record<string, string> = {};
     if (this.options.markReplays) headers['idempotent-replayed'] = 'true';
     await this.options.onReplay?.({
@@ -260,7 +303,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         headers[name.toLowerCase()] = value;
       },
     });
-    return this.send(context, stored, headers);
+    return flow.deliver(stored, headers);
   }
 
   private reject(context: ExecutionContext, rejection: IdempotencyRejection): unknown {

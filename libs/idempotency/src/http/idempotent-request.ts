@@ -15,6 +15,19 @@ export interface IdempotentRequest {
   requestHash: string;
   /** Short hash of the key for logs; raw keys never reach a log line. */
   label: string;
+  /**
+   * Runs the handler and settles its outcome (`beforeStoringFailure` as in `settleHandler`).
+   * Absent: `settleHandler`, which records an HTTP response. A GraphQL mutation field records
+   * its resolver's value instead.
+   */
+  settle?: (
+    beforeStoringFailure: () => Promise<void>,
+  ) => Promise<{ response: StoredResponse; failed: boolean }>;
+  /**
+   * The scope events carry, when the key's scope holds parts the client chose (a GraphQL
+   * alias): metrics labelled by it must not grow with every alias. Absent: `id.scope`.
+   */
+  eventScope?: string;
 }
 
 /** How a request on a claimed or taken key ended. */

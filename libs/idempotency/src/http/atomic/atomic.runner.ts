@@ -133,14 +133,15 @@ export class AtomicRunner implements IdempotentRunner {
     bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
     this.events.emit({
       type: 'claimed',
-      scope: id.scope,
+      scope: request.eventScope ?? id.scope,
       mode: 'atomic',
       claimMs: performance.now() - claimStarted,
     });
     if (!claim.savepointTaken) await this.store.savepoint();
-    const { response, failed } = await settleHandler(request, this.options, () =>
-      this.store.rollbackToSavepoint(),
-    );
+    const rollBack = () => this.store.rollbackToSavepoint();
+    const { response, failed } = request.settle
+      ? await request.settle(rollBack)
+      : await settleHandler(request, this.options, rollBack);
     await transaction.record(response);
     this.logger.debug(`key ${label} completed with ${response.statusCode}`);
     return { kind: 'executed', response, failed };

@@ -1,0 +1,304 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { type INestApplication, Injectable, Module } from '@nestjs/common';
+import {
+  Args,
+  Field,
+  GraphQLModule,
+  ID,
+  Int,
+  Mutation,
+  ObjectType,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import { Test } from '@nestjs/testing';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { randomUUID } from 'node:crypto';
+import { GraphQLError } from 'graphql';
+import { Idempotent, IdempotencyGraphQLErrorCode, IdempotencyModule } from 'nestjs-pg-idempotency';
+import request from 'supertest';
+import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { libraryInfrastructure } from '../support/library-infrastructure';
+import { migrateTestDatabase } from '../support/migrations';
+import { TestDatabase } from '../support/test-database';
+
+@ObjectType()
+class Thing {
+  @Field(() => ID)
+  id: number;
+
+  @Field(() => String)
+  tag: string;
+
+  @Field(() => Int)
+  calls: number;
+}
+
+/** A table the write guard watches (created by the library suites' migrations). */
+@Entity({ name: 'guard_test_notes' })
+class StrayNote {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  tag: string;
+
+  @Column({ type: 'text' })
+  note: string;
+}
+
+let resolverCalls = 0;
+
+/**
+ * A tiny resolver whose side effect is a row, written through the request's transaction.
+ * `@Idempotent()` on the class too: its query and its resolved field must be left alone.
+ */
+@Injectable()
+@Resolver(() => Thing)
+@Idempotent()
+class ThingsResolver {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  @Query(() => Int)
+  things(): number {
+    return resolverCalls;
+  }
+
+  /** Resolved inside the mutation's result, again on every replay (from the stored value). */
+  @ResolveField(() => String)
+  label(@Parent() thing: Thing): string {
+    return `${thing.tag}#${thing.id}`;
+  }
+
+  @Mutation(() => Thing)
+  @Idempotent()
+  async makeThing(
+    @Args('tag') tag: string,
+    @Args('outcome', { type: () => String, nullable: true }) outcome?: string,
+  ): Promise<Thing> {
+    resolverCalls++;
+    const [row] = await this.txHost.tx.query<{ id: number }[]>(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1) RETURNING id`,
+      [tag],
+    );
+    if (outcome === 'refused')
+      throw new GraphQLError('Out of stock', { extensions: { code: 'OUT_OF_STOCK', left: 0 } });
+    if (outcome === 'transient') throw new Error('the warehouse did not answer');
+    if (outcome === 'internal')
+      throw new GraphQLError('boom', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    return { id: row.id, tag, calls: resolverCalls };
+  }
+
+  /** The classic bug on GraphQL: a write through the DataSource's manager, outside the mutation's transaction. */
+  @Mutation(() => Thing)
+  @Idempotent()
+  async strayThing(@Args('tag') tag: string): Promise<Thing> {
+    await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
+      [tag],
+    );
+    await this.dataSource.manager.insert(StrayNote, { tag, note: 'stray' });
+    return { id: 0, tag, calls: 0 };
+  }
+
+  @Mutation(() => Thing)
+  @Idempotent({ phased: true })
+  async phasedThing(@Args('tag') tag: string): Promise<Thing> {
+    await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
+      [tag],
+    );
+    return { id: 0, tag, calls: 0 };
+  }
+}
+
+@Module({ providers: [ThingsResolver] })
+class ThingsModule {}
+
+const MAKE = `mutation Make($tag: String!, $outcome: String) {
+  makeThing(tag: $tag, outcome: $outcome) { id tag calls label }
+}`;
+
+describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () => {
+  let app: INestApplication;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ...libraryInfrastructure({ entities: [StrayNote] }),
+        // Without the replay cache, every replay comes from the row.
+        IdempotencyModule.forRoot({ cleanup: false, replayCache: false }),
+        graphqlModule(),
+        ThingsModule,
+      ],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+    await migrateTestDatabase(app.get(DataSource));
+    await app.init();
+    db = new TestDatabase();
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  const send = (query: string, variables: Record<string, unknown>, key?: string) =>
+    request(app.getHttpServer())
+      .post('/graphql')
+      .set('content-type', 'application/json')
+      .set(key ? { 'idempotency-key': key } : {})
+      .send(JSON.stringify({ query, variables }));
+  const effects = async (tag: string) =>
+    (await db.query(`SELECT id FROM library_test_effects WHERE tag = $1`, [tag])).length;
+  const keyRows = (key: string) =>
+    db.query<{ endpoint: string; status: string; response_code: number }>(
+      `SELECT endpoint, status, response_code FROM idempotency_keys WHERE idem_key = $1`,
+      [key],
+    );
+
+  it('runs the resolver once and replays the same body', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const first = await send(MAKE, { tag }, key);
+    const second = await send(MAKE, { tag }, key);
+
+    expect(JSON.parse(first.text)).toMatchObject({ data: { makeThing: { tag } } });
+    expect(second.text).toBe(first.text);
+    expect(await effects(tag)).toBe(1);
+    expect(await keyRows(key)).toEqual([
+      {
+        endpoint: 'GRAPHQL Mutation.makeThing @makeThing',
+        status: 'completed',
+        response_code: 200,
+      },
+    ]);
+  });
+
+  it('stores a GraphQLError with a code: the same message and extensions every time, its writes rolled back', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const first = await send(MAKE, { tag, outcome: 'refused' }, key);
+    const replay = await send(MAKE, { tag, outcome: 'refused' }, key);
+
+    expect(JSON.parse(first.text)).toMatchObject({
+      data: null,
+      errors: [{ message: 'Out of stock', extensions: { code: 'OUT_OF_STOCK', left: 0 } }],
+    });
+    expect(replay.text).toBe(first.text);
+    expect(await effects(tag)).toBe(0);
+    expect(await keyRows(key)).toMatchObject([{ status: 'completed', response_code: 422 }]);
+  });
+
+  it.each(['transient', 'internal'])(
+    'releases the key on a %s error: no row, no effect, the retry runs again',
+    async (outcome) => {
+      const tag = randomUUID();
+      const key = randomUUID();
+      const failed = await send(MAKE, { tag, outcome }, key);
+
+      expect(JSON.parse(failed.text)).toMatchObject({ data: null });
+      expect(await keyRows(key)).toEqual([]);
+      expect(await effects(tag)).toBe(0);
+      const retried = await send(MAKE, { tag }, key);
+      expect(JSON.parse(retried.text)).toMatchObject({ data: { makeThing: { tag } } });
+      expect(await effects(tag)).toBe(1);
+    },
+  );
+
+  it('fingerprints the operation, not its whitespace, and refuses other variables', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const first = await send(MAKE, { tag }, key);
+    const spaced = await send(`\n\n  ${MAKE.replace(/ /g, '   ')}\n# a comment`, { tag }, key);
+    const other = await send(MAKE, { tag: `${tag}-other` }, key);
+    const named = await send(MAKE.replace('mutation Make', 'mutation Other'), { tag }, key);
+
+    expect(spaced.text).toBe(first.text);
+    for (const res of [other, named]) {
+      expect(JSON.parse(res.text)).toMatchObject({
+        data: null,
+        errors: [{ extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }],
+      });
+    }
+    expect(await effects(tag)).toBe(1);
+    expect(await effects(`${tag}-other`)).toBe(0);
+  });
+
+  it('counts the fragments the operation uses, not those of other operations in the document', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const make = `mutation Make($tag: String!) { makeThing(tag: $tag) { ...Parts } }
+      fragment Parts on Thing { id tag calls label }`;
+    const other = `mutation Other { makeThing(tag: "other") { ...OtherParts } }
+      fragment OtherParts on Thing { id }`;
+    const post = (query: string) =>
+      request(app.getHttpServer())
+        .post('/graphql')
+        .set({ 'content-type': 'application/json', 'idempotency-key': key })
+        .send(JSON.stringify({ query, variables: { tag }, operationName: 'Make' }));
+    const first = await post(make);
+    const withOther = await post(`${other}\n${make}`);
+    const partsChanged = await post(make.replace('calls label', 'label'));
+
+    expect(withOther.text).toBe(first.text);
+    expect(JSON.parse(partsChanged.text)).toMatchObject({
+      errors: [{ extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }],
+    });
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('refuses the phased mode on a mutation, naming the resolver, and runs nothing', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const res = await send(`mutation { phasedThing(tag: "${tag}") { id } }`, {}, key);
+
+    expect(JSON.parse(res.text)).toMatchObject({
+      data: null,
+      errors: [{ message: expect.stringContaining('ThingsResolver.phasedThing') as string }],
+    });
+    expect(await effects(tag)).toBe(0);
+    expect(await keyRows(key)).toEqual([]);
+  });
+
+  it("refuses a write outside the mutation's transaction: nothing written, the key released", async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const mutation = 'mutation Stray($tag: String!) { strayThing(tag: $tag) { id } }';
+    const res = await send(mutation, { tag }, key);
+    expect(JSON.parse(res.text)).toMatchObject({
+      data: null,
+      errors: [
+        {
+          message: expect.stringContaining('StrayNote') as string,
+          extensions: { code: IdempotencyGraphQLErrorCode.writeOutsideTransaction },
+        },
+      ],
+    });
+    expect(await effects(tag)).toBe(0);
+    expect(await db.query('SELECT 1 FROM guard_test_notes WHERE tag = $1', [tag])).toEqual([]);
+    expect(await keyRows(key)).toEqual([]);
+  });
+
+  it('leaves queries alone, key or not', async () => {
+    const res = await send('{ things }', {});
+    expect(JSON.parse(res.text)).toEqual({ data: { things: expect.any(Number) } });
+  });
+});
+
+function graphqlModule() {
+  return GraphQLModule.forRoot<ApolloDriverConfig>({
+    driver: ApolloDriver,
+    autoSchemaFile: true,
+    // Interceptors on @ResolveField() too: the library must still leave them alone.
+    fieldResolverEnhancers: ['interceptors'],
+    // A stack trace differs on every answer: replayed errors must be the same bytes.
+    includeStacktraceInErrorResponses: false,
+  });
+}
