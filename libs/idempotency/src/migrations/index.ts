@@ -1,8 +1,10 @@
 import { CreateIdempotencyKeys1764662400000 } from './1764662400000-create-idempotency-keys';
 import { AddPhasedLeases1764748800000 } from './1764748800000-add-phased-leases';
+import { AddStartedSteps1764921600600 } from './1764921600600-add-started-steps';
 
-/** `idempotency_keys` and its phased leases; the messaging tables come with `messagingMigrations`. */
+/** `idempotency_keys`, its phased leases and their started steps; the messaging tables come with `messagingMigrations`. */
 export const idempotencyMigrations = [
   CreateIdempotencyKeys1764662400000,
   AddPhasedLeases1764748800000,
+  AddStartedSteps1764921600600,
 ];

@@ -11,6 +11,7 @@ import {
   fencedUpdateApplied,
   type LeaseClaim,
   leaseClaimFrom,
+  recordStepStartStatement,
   recordStepStatement,
   releaseLeaseStatement,
 } from './lease.statements';
@@ -52,6 +53,18 @@ export class LeaseStore {
   ): Promise<boolean> {
     return fencedUpdateApplied(
       await this.run(recordStepStatement(id, owner, step, result, leaseSeconds)),
+    );
+  }
+
+  /** False when another attempt took the key over: the step's call must not be made. */
+  async recordStepStart(
+    id: KeyId,
+    owner: string,
+    step: string,
+    leaseSeconds: number,
+  ): Promise<boolean> {
+    return fencedUpdateApplied(
+      await this.run(recordStepStartStatement(id, owner, step, leaseSeconds)),
     );
   }
 
