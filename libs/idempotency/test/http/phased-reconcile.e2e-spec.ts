@@ -1,0 +1,272 @@
+import {
+  Body,
+  Controller,
+  GatewayTimeoutException,
+  Headers,
+  type INestApplication,
+  Post,
+  ServiceUnavailableException,
+  ValidationPipe,
+} from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { IsString } from 'class-validator';
+import { randomUUID } from 'node:crypto';
+import {
+  type ExternalStepOptions,
+  Idempotent,
+  type IdempotencyEvent,
+  IdempotencyModule,
+  type IdempotentPhases,
+  Phases,
+} from 'nestjs-pg-idempotency';
+import { Client } from 'pg';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { libraryInfrastructure } from '../support/library-infrastructure';
+import { migrateTestDatabase } from '../support/migrations';
+import { providerCharges, startChargeRecorder } from './charge-recorder';
+
+let providerUrl = '';
+const events: IdempotencyEvent[] = [];
+
+/** How often each tag's `work` and `reconcile` ran, across attempts. */
+const calls = new Map<string, { work: number; reconcile: number }>();
+const callsOf = (tag: string) => {
+  const counts = calls.get(tag) ?? { work: 0, reconcile: 0 };
+  calls.set(tag, counts);
+  return counts;
+};
+
+class TagDto {
+  @IsString()
+  tag: string;
+}
+
+interface ChargeResult {
+  chargeId: string;
+}
+
+/**
+ * One external step against a processor that ignores idempotency keys. `x-fault` fails the
+ * step's work: `fail-before-call` before the processor is reached, `lose-answer` after it
+ * charged (the answer lost, as in a timeout): either way the step started and recorded nothing.
+ */
+@Controller('reconcile')
+class ReconcilingController {
+  @Post('charge')
+  @Idempotent({ phased: true })
+  charge(
+    @Body() body: TagDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-fault') fault?: string,
+  ) {
+    return chargeOnce(phases, body.tag, fault, {
+      reconcile: async () => {
+        callsOf(body.tag).reconcile++;
+        const [found] = await providerCharges(providerUrl, body.tag);
+        return found ? { chargeId: found.id } : undefined;
+      },
+    });
+  }
+
+  /** The same step without `reconcile`: today's behaviour, calling again. */
+  @Post('charge-without-reconcile')
+  @Idempotent({ phased: true })
+  chargeWithoutReconcile(
+    @Body() body: TagDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-fault') fault?: string,
+  ) {
+    return chargeOnce(phases, body.tag, fault, {});
+  }
+}
+
+async function chargeOnce(
+  phases: IdempotentPhases,
+  tag: string,
+  fault: string | undefined,
+  options: ExternalStepOptions<ChargeResult>,
+) {
+  const charge = await phases.external(
+    'charge',
+    async (): Promise<ChargeResult> => {
+      callsOf(tag).work++;
+      if (fault === 'fail-before-call') throw new ServiceUnavailableException('unreachable');
+      const response = await phases.fetch('charge', `${providerUrl}/charges`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amountCents: 100, currency: 'usd', reference: tag }),
+      });
+      const { id } = (await response.json()) as { id: string };
+      if (fault === 'lose-answer') throw new GatewayTimeoutException('the answer was lost');
+      return { chargeId: id };
+    },
+    options,
+  );
+  return charge;
+}
+
+describe('phased mode: uncertain external steps, reconciled', () => {
+  let app: INestApplication;
+  let provider: { url: string; close(): Promise<void> };
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    // A processor without idempotency: a second call charges again.
+    provider = await startChargeRecorder({ ignoreKeys: true });
+    providerUrl = provider.url;
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ...libraryInfrastructure(),
+        IdempotencyModule.forRoot({ replayCache: false, onEvent: (event) => events.push(event) }),
+      ],
+      controllers: [ReconcilingController],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    app.useGlobalPipes(new ValidationPipe({ transform: true }));
+    dataSource = app.get(DataSource);
+    await migrateTestDatabase(dataSource);
+    await app.init();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await provider?.close();
+  });
+  beforeEach(() => {
+    events.length = 0;
+  });
+
+  const post = (path: string, tag: string, key: string, fault?: string) =>
+    request(app.getHttpServer())
+      .post(path)
+      .set({ 'idempotency-key': key, ...(fault ? { 'x-fault': fault } : {}) })
+      .send({ tag });
+
+  const keyRow = async (key: string) =>
+    (
+      await dataSource.query<
+        { status: string; started_steps: string[] | null; step_state: object }[]
+      >('SELECT status, started_steps, step_state FROM idempotency_keys WHERE idem_key = $1', [key])
+    )[0];
+
+  const stepEvents = () =>
+    events
+      .filter((event) => event.type === 'step_uncertain' || event.type === 'step_reconciled')
+      .map(({ type, step, found, scope, mode }) => ({ type, step, found, scope, mode }));
+
+  it('a step that never started: records its start, then calls work once and never reconcile', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    await request(app.getHttpServer()).post('/reconcile/none').expect(404); // warms the pool
+
+    const sent: string[] = [];
+    const original = Client.prototype.query;
+    Client.prototype.query = function (this: Client, ...args: unknown[]) {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : String((first as { text?: string })?.text));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof Client.prototype.query;
+    let res: request.Response;
+    try {
+      res = await post('/reconcile/charge', tag, key);
+    } finally {
+      Client.prototype.query = original;
+    }
+
+    expect(res.status).toBe(201);
+    const [charge] = await providerCharges(providerUrl, tag);
+    expect(res.body).toEqual({ chargeId: charge.id });
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 0 });
+    expect(stepEvents()).toEqual([]);
+    expect(await keyRow(key)).toEqual({
+      status: 'completed',
+      started_steps: ['charge'],
+      step_state: { charge: JSON.stringify({ chargeId: charge.id }) },
+    });
+    // Round trips: the claim, the step's start, its result, the response. The start is the one
+    // statement this feature adds to each external step.
+    const statement =
+      /INSERT INTO idempotency_keys|started_steps = array_append|SET recovery_point|status = 'completed'/;
+    expect(sent.map((sql) => statement.exec(sql)?.[0] ?? sql)).toEqual([
+      'INSERT INTO idempotency_keys',
+      'started_steps = array_append',
+      'SET recovery_point',
+      "status = 'completed'",
+    ]);
+  });
+
+  it('an uncertain step whose reconcile finds the outcome: recorded and returned, work not called again', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    // The processor charged, the answer was lost: the step started and recorded nothing.
+    await post('/reconcile/charge', tag, key, 'lose-answer').expect(504);
+    const [charge] = await providerCharges(providerUrl, tag);
+    expect(await keyRow(key)).toMatchObject({
+      status: 'in_progress',
+      started_steps: ['charge'],
+      step_state: {},
+    });
+    expect(stepEvents()).toEqual([]);
+
+    // The failure ended the lease: the retry resumes at once and finds the step uncertain.
+    const retry = await post('/reconcile/charge', tag, key).expect(201);
+    expect(retry.body).toEqual({ chargeId: charge.id });
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 1 });
+    expect(await providerCharges(providerUrl, tag)).toHaveLength(1);
+    expect(await keyRow(key)).toEqual({
+      status: 'completed',
+      started_steps: ['charge'],
+      step_state: { charge: JSON.stringify({ chargeId: charge.id }) },
+    });
+    const scope = 'POST /reconcile/charge';
+    expect(stepEvents()).toEqual([
+      { type: 'step_uncertain', step: 'charge', found: undefined, scope, mode: 'phased' },
+      { type: 'step_reconciled', step: 'charge', found: true, scope, mode: 'phased' },
+    ]);
+
+    const replay = await post('/reconcile/charge', tag, key).expect(201);
+    expect(replay.text).toBe(retry.text);
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 1 });
+  });
+
+  it('an uncertain step whose reconcile finds nothing: work is called once', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    // Failed before reaching the processor, which the library cannot know: uncertain too.
+    await post('/reconcile/charge', tag, key, 'fail-before-call').expect(503);
+    expect(await providerCharges(providerUrl, tag)).toHaveLength(0);
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 0 });
+
+    const retry = await post('/reconcile/charge', tag, key).expect(201);
+    const charges = await providerCharges(providerUrl, tag);
+    expect(charges).toHaveLength(1);
+    expect(retry.body).toEqual({ chargeId: charges[0].id });
+    // One work call on the retry, after the reconcile that found nothing.
+    expect(calls.get(tag)).toEqual({ work: 2, reconcile: 1 });
+    expect(stepEvents()).toEqual([
+      expect.objectContaining({ type: 'step_uncertain', step: 'charge' }),
+      expect.objectContaining({ type: 'step_reconciled', step: 'charge', found: false }),
+    ]);
+    expect(await keyRow(key)).toMatchObject({ status: 'completed', started_steps: ['charge'] });
+  });
+
+  it('without reconcile, an uncertain step is reported and called again: the processor charges twice', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    await post('/reconcile/charge-without-reconcile', tag, key, 'lose-answer').expect(504);
+
+    await post('/reconcile/charge-without-reconcile', tag, key).expect(201);
+    // The hazard reconcile closes, with a processor that ignores the child key.
+    expect(await providerCharges(providerUrl, tag)).toHaveLength(2);
+    expect(calls.get(tag)).toEqual({ work: 2, reconcile: 0 });
+    expect(stepEvents()).toEqual([
+      {
+        type: 'step_uncertain',
+        step: 'charge',
+        found: undefined,
+        scope: 'POST /reconcile/charge-without-reconcile',
+        mode: 'phased',
+      },
+    ]);
+  });
+});
