@@ -4,6 +4,7 @@ import {
   GatewayTimeoutException,
   Headers,
   type INestApplication,
+  Injectable,
   Post,
   ServiceUnavailableException,
   ValidationPipe,
@@ -12,7 +13,6 @@ import { Test } from '@nestjs/testing';
 import { IsString } from 'class-validator';
 import { randomUUID } from 'node:crypto';
 import {
-  type ExternalStepOptions,
   Idempotent,
   type IdempotencyEvent,
   IdempotencyModule,
@@ -29,17 +29,17 @@ import { providerCharges, startChargeRecorder } from './charge-recorder';
 let providerUrl = '';
 const events: IdempotencyEvent[] = [];
 
-/** How often each tag's `work` and `reconcile` ran, across attempts. */
+/** What the step's work and reconcile did, by reference, across attempts. */
 const calls = new Map<string, { work: number; reconcile: number }>();
-const callsOf = (tag: string) => {
-  const counts = calls.get(tag) ?? { work: 0, reconcile: 0 };
-  calls.set(tag, counts);
+const callsOf = (reference: string) => {
+  const counts = calls.get(reference) ?? { work: 0, reconcile: 0 };
+  calls.set(reference, counts);
   return counts;
 };
 
-class TagDto {
+class ChargeDto {
   @IsString()
-  tag: string;
+  reference: string;
 }
 
 interface ChargeResult {
@@ -47,63 +47,64 @@ interface ChargeResult {
 }
 
 /**
- * One external step against a processor that ignores idempotency keys. `x-fault` fails the
- * step's work: `fail-before-call` before the processor is reached, `lose-answer` after it
- * charged (the answer lost, as in a timeout): either way the step started and recorded nothing.
+ * A client of a card processor that ignores idempotency keys; it counts its calls. `x-fault`
+ * (read by the controller) fails a charge: `fail-before-call` before the processor is reached,
+ * `lose-answer` after it charged (the answer lost, as in a timeout). Either way the step started
+ * and recorded nothing.
  */
-@Controller('reconcile')
-class ReconcilingController {
-  @Post('charge')
-  @Idempotent({ phased: true })
-  charge(
-    @Body() body: TagDto,
-    @Phases() phases: IdempotentPhases,
-    @Headers('x-fault') fault?: string,
-  ) {
-    return chargeOnce(phases, body.tag, fault, {
-      reconcile: async () => {
-        callsOf(body.tag).reconcile++;
-        const [found] = await providerCharges(providerUrl, body.tag);
-        return found ? { chargeId: found.id } : undefined;
-      },
+@Injectable()
+class CardProcessor {
+  async charge(phases: IdempotentPhases, reference: string, fault?: string): Promise<ChargeResult> {
+    callsOf(reference).work++;
+    if (fault === 'fail-before-call') throw new ServiceUnavailableException('unreachable');
+    const response = await phases.fetch('charge-card', `${providerUrl}/charges`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amountCents: 100, currency: 'usd', reference }),
     });
+    const { id } = (await response.json()) as { id: string };
+    if (fault === 'lose-answer') throw new GatewayTimeoutException('the answer was lost');
+    return { chargeId: id };
   }
 
-  /** The same step without `reconcile`: today's behaviour, calling again. */
-  @Post('charge-without-reconcile')
-  @Idempotent({ phased: true })
-  chargeWithoutReconcile(
-    @Body() body: TagDto,
-    @Phases() phases: IdempotentPhases,
-    @Headers('x-fault') fault?: string,
-  ) {
-    return chargeOnce(phases, body.tag, fault, {});
+  /** The charge the processor holds for `reference`, if any. */
+  async findCharge(reference: string): Promise<ChargeResult | undefined> {
+    callsOf(reference).reconcile++;
+    const [charge] = await providerCharges(providerUrl, reference);
+    return charge ? { chargeId: charge.id } : undefined;
   }
 }
 
-async function chargeOnce(
-  phases: IdempotentPhases,
-  tag: string,
-  fault: string | undefined,
-  options: ExternalStepOptions<ChargeResult>,
-) {
-  const charge = await phases.external(
-    'charge',
-    async (): Promise<ChargeResult> => {
-      callsOf(tag).work++;
-      if (fault === 'fail-before-call') throw new ServiceUnavailableException('unreachable');
-      const response = await phases.fetch('charge', `${providerUrl}/charges`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ amountCents: 100, currency: 'usd', reference: tag }),
-      });
-      const { id } = (await response.json()) as { id: string };
-      if (fault === 'lose-answer') throw new GatewayTimeoutException('the answer was lost');
-      return { chargeId: id };
-    },
-    options,
-  );
-  return charge;
+@Controller('reconcile')
+class ReconcilingController {
+  constructor(private readonly processor: CardProcessor) {}
+
+  // The package README's example, as written there.
+  @Post('charge')
+  @Idempotent({ phased: true })
+  charge(
+    @Body() dto: ChargeDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-fault') fault?: string,
+  ) {
+    return phases.external(
+      'charge',
+      () => this.processor.charge(phases, dto.reference, fault),
+      // Only on an attempt that finds the step uncertain: the charge by our reference, if any.
+      { reconcile: () => this.processor.findCharge(dto.reference) },
+    );
+  }
+
+  /** The same step without `reconcile`: the call is made again. */
+  @Post('charge-without-reconcile')
+  @Idempotent({ phased: true })
+  chargeWithoutReconcile(
+    @Body() dto: ChargeDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('x-fault') fault?: string,
+  ) {
+    return phases.external('charge', () => this.processor.charge(phases, dto.reference, fault));
+  }
 }
 
 describe('phased mode: uncertain external steps, reconciled', () => {
@@ -121,6 +122,7 @@ describe('phased mode: uncertain external steps, reconciled', () => {
         IdempotencyModule.forRoot({ replayCache: false, onEvent: (event) => events.push(event) }),
       ],
       controllers: [ReconcilingController],
+      providers: [CardProcessor],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     app.useGlobalPipes(new ValidationPipe({ transform: true }));
@@ -140,7 +142,7 @@ describe('phased mode: uncertain external steps, reconciled', () => {
     request(app.getHttpServer())
       .post(path)
       .set({ 'idempotency-key': key, ...(fault ? { 'x-fault': fault } : {}) })
-      .send({ tag });
+      .send({ reference: tag });
 
   const keyRow = async (key: string) =>
     (
