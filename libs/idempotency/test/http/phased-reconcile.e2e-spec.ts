@@ -46,11 +46,15 @@ interface ChargeResult {
   chargeId: string;
 }
 
+/** Charges held after the processor answered, by reference, until the test releases them. */
+const held = new Map<string, () => void>();
+
 /**
  * A client of a card processor that ignores idempotency keys; it counts its calls. `x-fault`
  * (read by the controller) fails a charge: `fail-before-call` before the processor is reached,
  * `lose-answer` after it charged (the answer lost, as in a timeout). Either way the step started
- * and recorded nothing.
+ * and recorded nothing. `hold-after-charge` charges, then waits for the test (an attempt stalled
+ * past its lease, as good as dead to a retry).
  */
 @Injectable()
 class CardProcessor {
@@ -64,6 +68,8 @@ class CardProcessor {
     });
     const { id } = (await response.json()) as { id: string };
     if (fault === 'lose-answer') throw new GatewayTimeoutException('the answer was lost');
+    if (fault === 'hold-after-charge')
+      await new Promise<void>((release) => held.set(reference, release));
     return { chargeId: id };
   }
 
@@ -136,6 +142,11 @@ describe('phased mode: uncertain external steps, reconciled', () => {
   });
   beforeEach(() => {
     events.length = 0;
+  });
+  // A failed expectation must not leave a held attempt hanging the suite.
+  afterEach(() => {
+    for (const release of held.values()) release();
+    held.clear();
   });
 
   const post = (path: string, tag: string, key: string, fault?: string) =>
@@ -270,5 +281,36 @@ describe('phased mode: uncertain external steps, reconciled', () => {
         mode: 'phased',
       },
     ]);
+  });
+
+  it('a retry that takes over an expired lease reconciles the step the stalled attempt started; the stalled attempt records nothing', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    // .then() sends it now (supertest is lazy).
+    const stalled = post('/reconcile/charge', tag, key, 'hold-after-charge').then((r) => r);
+    for (let i = 0; i < 200 && !held.has(tag); i++) await new Promise((r) => setTimeout(r, 20));
+    const [charge] = await providerCharges(providerUrl, tag);
+    expect(charge).toBeDefined();
+    await dataSource.query('UPDATE idempotency_keys SET locked_until = now() WHERE idem_key = $1', [
+      key,
+    ]);
+
+    const takeover = await post('/reconcile/charge', tag, key).expect(201);
+    expect(takeover.body).toEqual({ chargeId: charge.id });
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 1 });
+    expect(stepEvents()).toEqual([
+      expect.objectContaining({ type: 'step_uncertain', step: 'charge' }),
+      expect.objectContaining({ type: 'step_reconciled', step: 'charge', found: true }),
+    ]);
+
+    // The stalled attempt wakes up: its record is fenced off, it answers 409.
+    held.get(tag)?.();
+    expect((await stalled).status).toBe(409);
+    expect(await providerCharges(providerUrl, tag)).toHaveLength(1);
+    expect(await keyRow(key)).toEqual({
+      status: 'completed',
+      started_steps: ['charge'],
+      step_state: { charge: JSON.stringify({ chargeId: charge.id }) },
+    });
   });
 });
