@@ -181,7 +181,7 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     expect(await db.payments(orderId)).toHaveLength(1);
   });
 
-  it('provider-timeout: the answer is lost, the retry sends the same child key and the provider replays', async () => {
+  it('provider-timeout: the answer is lost, the retry finds the charge (made under the child key) by the payment id', async () => {
     const orderId = await newOrder();
     const key = uniqueKey();
     const lost = await pay(key, orderId, 2300, 'provider-timeout');

@@ -8,13 +8,14 @@ export interface ProviderCharge {
   idempotencyKey: string;
 }
 
-/** What the card processor recorded: the side effect the payment tests count. */
+/** What the card processor recorded for `reference`: the side effect the payment tests count. */
 export async function providerCharges(
   providerUrl: string,
   reference: string,
 ): Promise<ProviderCharge[]> {
-  const response = await fetch(`${providerUrl}/charges`);
+  const url = new URL(`${providerUrl}/charges`);
+  url.searchParams.set('reference', reference);
+  const response = await fetch(url);
   if (response.status !== 200) throw new Error(`GET /charges answered ${response.status}`);
-  const charges = (await response.json()) as ProviderCharge[];
-  return charges.filter((charge) => charge.reference === reference);
+  return (await response.json()) as ProviderCharge[];
 }

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { startProviderStub } from '../../provider-stub/src/provider-stub.app';
 import { AppModule } from './app.module';
 import { setUpApp, setUpOpenApi } from './app.setup';
-import { configFromEnv, logLevelsFromEnv, positiveInteger } from './config';
+import { configFromEnv, logLevelsFromEnv, onOff, positiveInteger } from './config';
 import { resolveDatabase } from './database/database-url';
 import { runMigrations } from './database/run-migrations';
 import { createHttpAdapter, httpAdapterKind } from './http-adapter';
@@ -28,6 +28,7 @@ async function bootstrap(): Promise<void> {
     const stub = await startProviderStub({
       databaseUrl,
       demoFaults: env.DEMO_FAULTS === '1',
+      idempotency: onOff(env, 'PROVIDER_IDEMPOTENCY', true),
       port: positiveInteger(env, 'PROVIDER_PORT', 3001),
     });
     providerUrl = stub.url;

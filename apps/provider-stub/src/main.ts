@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { onOff } from '../../payments-api/src/config';
 import { resolveDatabaseUrl } from '../../payments-api/src/database/database-url';
 import { startProviderStub } from './provider-stub.app';
 
@@ -10,6 +11,7 @@ async function bootstrap(): Promise<void> {
   await startProviderStub({
     databaseUrl,
     demoFaults: process.env.DEMO_FAULTS === '1',
+    idempotency: onOff(process.env, 'PROVIDER_IDEMPOTENCY', true),
     port: Number(process.env.PROVIDER_PORT ?? 3001),
   });
 }

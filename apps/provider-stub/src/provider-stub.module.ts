@@ -8,7 +8,10 @@ import { IdempotencyKeyEntity, IdempotencyModule } from 'nestjs-pg-idempotency';
 import { providerStubMigrations } from '../../../migrations';
 import { ProblemDetailsFilter } from '../../payments-api/src/problems/problem-details.filter';
 import { Charge } from './charges/charge.entity';
+import { ChargeListController } from './charges/charge-list.controller';
 import { ChargesController } from './charges/charges.controller';
+import { ChargesService } from './charges/charges.service';
+import { UnkeyedChargesController } from './charges/unkeyed-charges.controller';
 import { ProviderHealthController } from './provider-health.controller';
 import { PROVIDER_STUB_CONNECTION, PROVIDER_STUB_SCHEMA } from './provider-stub.connection';
 import { SlowAnswerInterceptor } from './slow-answer.interceptor';
@@ -16,6 +19,8 @@ import { SlowAnswerInterceptor } from './slow-answer.interceptor';
 export interface ProviderStubConfig {
   databaseUrl: string;
   demoFaults: boolean;
+  /** False (`PROVIDER_IDEMPOTENCY=off`): `Idempotency-Key` is ignored, every charge charges. Default true. */
+  idempotency?: boolean;
 }
 
 @Module({})
@@ -48,8 +53,13 @@ export class ProviderStubModule {
         // The stub has no accounts: one anonymous key space, like a single merchant.
         IdempotencyModule.forRoot({ transactionConnectionName: PROVIDER_STUB_CONNECTION }),
       ],
-      controllers: [ChargesController, ProviderHealthController],
+      controllers: [
+        config.idempotency === false ? UnkeyedChargesController : ChargesController,
+        ChargeListController,
+        ProviderHealthController,
+      ],
       providers: [
+        ChargesService,
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
         { provide: APP_INTERCEPTOR, useValue: new SlowAnswerInterceptor(config.demoFaults) },
         {

@@ -15,7 +15,11 @@ export { Idempotent } from './http/idempotent.decorator';
  */
 export const IdempotencyInterceptor: Type<NestInterceptor> = IdempotencyRequestInterceptor;
 export { Phases } from './http/phased/phases.decorator';
-export { IdempotentPhases, type PhaseFetchInit } from './http/phased/idempotent-phases';
+export {
+  IdempotentPhases,
+  type ExternalStepOptions,
+  type PhaseFetchInit,
+} from './http/phased/idempotent-phases';
 export { LeaseLostError } from './http/phased/lease-lost.error';
 export { childKey } from './http/phased/child-key';
 export { IdempotencyCleanup, type CleanupReport } from './http/cleanup/idempotency-cleanup';
@@ -56,6 +60,7 @@ export { IdempotencyKeyEntity } from './http/idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';
 export { AddSealedRecords1764921600400 } from './migrations/1764921600400-add-sealed-records';
+export { AddStartedSteps1764921600600 } from './migrations/1764921600600-add-started-steps';
 
 /**
  * The key table's migrations, in order; spread them into your DataSource's `migrations`. The

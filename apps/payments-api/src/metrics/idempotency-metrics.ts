@@ -58,6 +58,20 @@ export class IdempotencyMetrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  private readonly uncertainSteps = new Counter({
+    name: 'idempotency_uncertain_steps_total',
+    help: 'Phased external steps a resumed attempt found started but unrecorded, by scope and step',
+    labelNames: ['scope', 'step'],
+    registers: [this.registry],
+  });
+
+  private readonly reconciledSteps = new Counter({
+    name: 'idempotency_reconciled_steps_total',
+    help: 'Uncertain steps reconciled, by scope, step and whether the outcome was found (found: the call was not made again)',
+    labelNames: ['scope', 'step', 'found'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
     subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, this.onMessage);
@@ -79,6 +93,17 @@ export class IdempotencyMetrics implements OnModuleDestroy {
       // Not an outcome: the request it belongs to reports one of its own (`released`).
       case 'write_outside_transaction':
         this.writesOutside.inc({ scope, entity: event.entity ?? 'unknown' });
+        return;
+      // Steps of a request, not its outcome.
+      case 'step_uncertain':
+        this.uncertainSteps.inc({ scope, step: event.step ?? 'unknown' });
+        return;
+      case 'step_reconciled':
+        this.reconciledSteps.inc({
+          scope,
+          step: event.step ?? 'unknown',
+          found: String(event.found ?? false),
+        });
         return;
       case 'claimed':
         this.claims.inc({ scope, mode: event.mode ?? 'atomic' });

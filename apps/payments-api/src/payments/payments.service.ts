@@ -42,15 +42,22 @@ export class PaymentsService {
     if (faults.crashBeforeCharge) crashNow();
 
     // Outside any transaction: a database transaction must not wait on another system.
-    const charge = await phases.external('charge_sent', async (): Promise<ChargeOutcome> => {
-      const outcome = await this.provider.charge(
-        phases,
-        { amountCents: dto.amountCents, currency, reference: paymentId },
-        { loseAnswer: faults.providerTimeout },
-      );
-      if (faults.crashAfterCharge) crashNow();
-      return outcome;
-    });
+    const charge = await phases.external(
+      'charge_sent',
+      async (): Promise<ChargeOutcome> => {
+        const outcome = await this.provider.charge(
+          phases,
+          { amountCents: dto.amountCents, currency, reference: paymentId },
+          { loseAnswer: faults.providerTimeout },
+        );
+        if (faults.crashAfterCharge) crashNow();
+        return outcome;
+      },
+      // An attempt that died between the charge and its record left the charge uncertain. The
+      // child key covers a provider that deduplicates; one that ignores it would charge again,
+      // so first look the charge up by our payment id.
+      { reconcile: () => this.provider.findCharge(paymentId) },
+    );
 
     if (charge.status === 'declined') {
       await phases.transaction('charge_declined', () => this.setStatus(paymentId, 'declined'));

@@ -72,4 +72,31 @@ export class ProviderClient {
       `The card processor answered ${response.status}. Retry with the same key.`,
     );
   }
+
+  /**
+   * The charge the provider holds for `reference` (our payment id), if any: how a retry learns
+   * the outcome of a charge whose answer was lost, from a provider that may ignore our key.
+   * Only successful charges are on record there; a decline is found by charging again.
+   */
+  async findCharge(reference: string): Promise<ChargeOutcome | undefined> {
+    const url = new URL(`${this.config.providerUrl}/charges`);
+    url.searchParams.set('reference', reference);
+    let response: Response;
+    try {
+      response = await fetch(url, { signal: AbortSignal.timeout(this.config.providerTimeoutMs) });
+    } catch {
+      throw new ServiceUnavailableException(
+        'The card processor could not be asked about an earlier charge. Retry with the same key.',
+      );
+    }
+    if (response.status !== 200) {
+      throw new ServiceUnavailableException(
+        `The card processor answered ${response.status} to a charge lookup. Retry with the same key.`,
+      );
+    }
+    const [charge] = (await response.json()) as { id: string; status: string }[];
+    return charge?.status === 'succeeded'
+      ? { status: 'succeeded', chargeId: charge.id }
+      : undefined;
+  }
 }

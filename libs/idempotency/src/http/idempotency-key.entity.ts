@@ -52,6 +52,13 @@ export class IdempotencyKeyEntity {
   @Column({ name: 'step_state', type: 'jsonb', nullable: true })
   stepState: Record<string, unknown> | null;
 
+  /**
+   * Phased mode: the external steps started, recorded before each call. One here without a
+   * result in `stepState` is uncertain: the call may have happened.
+   */
+  @Column({ name: 'started_steps', type: 'text', array: true, nullable: true })
+  startedSteps: string[] | null;
+
   /** Phased mode: until when the current attempt holds the key. */
   @Column({ name: 'locked_until', type: 'timestamptz', nullable: true })
   lockedUntil: Date | null;

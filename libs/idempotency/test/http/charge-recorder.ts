@@ -12,29 +12,47 @@ export interface RecordedCharge {
   idempotencyKey: string;
 }
 
+/** How the recorder treats `Idempotency-Key`. */
+export interface ChargeRecorderOptions {
+  /** Every `POST /charges` charges, key or not, as a processor without idempotency does. */
+  ignoreKeys?: boolean;
+}
+
 /**
  * Another system for the phased suite to call: a card processor reduced to what the suite
  * observes. `POST /charges` records the charge with the `Idempotency-Key` it came with and
  * answers 201 with it; a key it has seen gets the same charge again and records nothing, as a
- * processor that deduplicates does; no key is a 400. `GET /charges` lists every charge recorded,
- * oldest first.
+ * processor that deduplicates does (unless `ignoreKeys`); no key is a 400. `GET /charges` lists
+ * every charge recorded, oldest first; `GET /charges?reference=<id>` those with that reference.
  */
-export async function startChargeRecorder(): Promise<{ url: string; close(): Promise<void> }> {
+export async function startChargeRecorder(
+  options: ChargeRecorderOptions = {},
+): Promise<{ url: string; close(): Promise<void> }> {
   const charges: RecordedCharge[] = [];
   const server: Server = createServer((req, res) => {
     const answer = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.url !== '/charges') return answer(404, { error: 'not found' });
-    if (req.method === 'GET') return answer(200, charges);
+    const url = new URL(req.url ?? '/', 'http://recorder');
+    if (url.pathname !== '/charges') return answer(404, { error: 'not found' });
+    if (req.method === 'GET') {
+      const reference = url.searchParams.get('reference');
+      return answer(
+        200,
+        reference === null ? charges : charges.filter((charge) => charge.reference === reference),
+      );
+    }
     if (req.method !== 'POST') return answer(405, { error: 'method not allowed' });
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || !key) return answer(400, { error: 'Idempotency-Key required' });
     readJson(req).then(
       (body) => {
+        const seen = options.ignoreKeys
+          ? undefined
+          : charges.find((charge) => charge.idempotencyKey === key);
         const { idempotencyKey: _key, ...view } =
-          charges.find((charge) => charge.idempotencyKey === key) ??
+          seen ??
           record(charges, body as Omit<RecordedCharge, 'id' | 'status' | 'idempotencyKey'>, key);
         answer(201, view);
       },

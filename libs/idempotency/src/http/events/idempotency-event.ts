@@ -34,6 +34,14 @@ export type IdempotencyEventType =
   | 'stored_failure'
   /** The handler failed transiently; the key was released (atomic) or its lease ended (phased). */
   | 'released'
+  /**
+   * Phased: a resumed attempt found the external step `step` started but its result not
+   * recorded (the earlier attempt died, or failed, during or right after the call): its outcome
+   * is uncertain. `reconcile` runs next if the step has one; else the call is made again.
+   */
+  | 'step_uncertain'
+  /** Phased: the uncertain step `step` was reconciled; `found` says whether its outcome was. */
+  | 'step_reconciled'
   /** A cleanup batch removed expired rows. Carries `count`. */
   | 'expired_removed'
   /**
@@ -60,6 +68,10 @@ export interface IdempotencyEvent {
    * `malformed`, or `unsealed_refused` (a plain row with `unsealedRows: 'refuse'`).
    */
   reason?: UnreadableRecordReason;
+  /** The phased step concerned, on `step_uncertain` and `step_reconciled`. */
+  step?: string;
+  /** On `step_reconciled`: true when `reconcile` found the outcome (the call is not made again). */
+  found?: boolean;
   /** Rows removed, on `expired_removed`. */
   count?: number;
   /** The entity written outside the request's transaction, on `write_outside_transaction`. */

@@ -1,6 +1,7 @@
 import type { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { childKey } from './child-key';
+import type { IdempotencyEvents } from '../events/idempotency-events';
 import { bindCurrentOperation } from '../../shared/current-operation';
 import type { KeyId } from '../key-id';
 import { LeaseLostError } from './lease-lost.error';
@@ -16,7 +17,10 @@ export interface PhasesContext {
   generation: string;
   recoveryPoint: string | null;
   stepState: Record<string, unknown>;
+  /** External steps an earlier attempt started; those without a result are uncertain. */
+  startedSteps: readonly string[];
   leases: LeaseStore;
+  events: IdempotencyEvents;
   txHost: TransactionHost<TransactionalAdapterTypeOrm>;
 }
 
@@ -24,6 +28,20 @@ export interface PhasesContext {
 export interface PhaseFetchInit extends RequestInit {
   /** Aborts the call after this many milliseconds (a transient failure: the lease is released). */
   timeoutMs?: number;
+}
+
+/** Options of `phases.external`. */
+export interface ExternalStepOptions<T> {
+  /**
+   * Learns the outcome of a call that may have happened: an earlier attempt started the step
+   * and died (or failed) before recording its result. Look the call up in the other system, by
+   * a reference you sent with it (your own id, or `childKey(step)`). Return what `work` would
+   * have returned, which is then recorded as the step's result and `work` is not called; or
+   * `undefined` when the other system has no trace of the call, and `work` runs. Called only on
+   * an attempt that finds the step uncertain, never on a first attempt. Give it when the other
+   * system ignores idempotency keys; a throw fails the attempt as a transient failure.
+   */
+  reconcile?: () => Promise<T | undefined>;
 }
 
 /**
@@ -48,10 +66,19 @@ export abstract class IdempotentPhases {
 
   /**
    * Runs `work` outside any transaction (a call to another system must not hold one open),
-   * then records its result as the recovery point `name`. A crash in between runs `work` again
-   * on the retry: make it idempotent downstream, with `childKey`/`fetch`.
+   * then records its result as the recovery point `name`. The step's start is recorded (one
+   * statement) before `work` runs, so a step is in one of three states: never started (`work`
+   * runs), recorded (its result is returned, `work` does not run) or uncertain: started by an
+   * earlier attempt that died before recording the result. An uncertain step emits
+   * `step_uncertain`; it calls `options.reconcile` first when given, and `work` only if that
+   * finds nothing. Without `reconcile`, `work` runs again: make it idempotent downstream, with
+   * `childKey`/`fetch`.
    */
-  abstract external<T>(name: string, work: () => Promise<T>): Promise<T>;
+  abstract external<T>(
+    name: string,
+    work: () => Promise<T>,
+    options?: ExternalStepOptions<T>,
+  ): Promise<T>;
 
   /**
    * The key for the downstream call `step`: the same on every retry of this request, different
@@ -99,8 +126,21 @@ export class LeasedPhases extends IdempotentPhases {
     return this.remember(name, recorded) as T;
   }
 
-  async external<T>(name: string, work: () => Promise<T>): Promise<T> {
+  async external<T>(
+    name: string,
+    work: () => Promise<T>,
+    options: ExternalStepOptions<T> = {},
+  ): Promise<T> {
     if (name in this.committed) return this.committed[name] as T;
+    if (this.context.startedSteps.includes(name)) {
+      const found = await this.settleUncertain(name, options.reconcile);
+      if (found) return this.remember(name, found.value) as T;
+      // Started already: the start stays recorded, no statement needed to call again.
+    } else {
+      const { leases, id, owner, leaseSeconds } = this.context;
+      if (!(await leases.recordStepStart(id, owner, name, leaseSeconds)))
+        throw new LeaseLostError(name);
+    }
     const value = toJson(await work());
     await this.record(name, value);
     return this.remember(name, value) as T;
@@ -122,6 +162,28 @@ export class LeasedPhases extends IdempotentPhases {
     const present = signals.filter((signal): signal is AbortSignal => !!signal);
     const signal = present.length > 1 ? AbortSignal.any(present) : present[0];
     return fetch(url, { ...requestInit, headers, signal });
+  }
+
+  /** The outcome `reconcile` found for an uncertain step, recorded; undefined if none. */
+  private async settleUncertain<T>(
+    name: string,
+    reconcile: ExternalStepOptions<T>['reconcile'],
+  ): Promise<{ value: unknown } | undefined> {
+    const { events, id } = this.context;
+    events.emit({ type: 'step_uncertain', scope: id.scope, mode: 'phased', step: name });
+    if (!reconcile) return undefined;
+    const outcome = await reconcile();
+    events.emit({
+      type: 'step_reconciled',
+      scope: id.scope,
+      mode: 'phased',
+      step: name,
+      found: outcome !== undefined,
+    });
+    if (outcome === undefined) return undefined;
+    const value = toJson(outcome);
+    await this.record(name, value);
+    return { value };
   }
 
   private async record(name: string, value: unknown): Promise<void> {

@@ -3,6 +3,7 @@ import {
   completeLeaseStatement,
   fencedUpdateApplied,
   leaseClaimFrom,
+  recordStepStartStatement,
   recordStepStatement,
   releaseLeaseStatement,
   stepJson,
@@ -31,6 +32,7 @@ describe('lease statements', () => {
         30,
       ),
     ],
+    ['record step start', recordStepStartStatement(id, owner, 'charge', 30)],
     ['complete', completeLeaseStatement(id, owner, response)],
     ['release', releaseLeaseStatement(id, owner)],
   ])(
@@ -98,12 +100,31 @@ describe('lease statements', () => {
   });
 });
 
+describe('recordStepStartStatement', () => {
+  it('appends the step to the started ones and renews the lease, fenced by the owner', () => {
+    const statement = recordStepStartStatement(id, owner, 'charge', 30);
+    expect(statement.text).toContain('SET started_steps = array_append(started_steps, $5::text)');
+    expect(statement.text).toContain('locked_until = now() + make_interval(secs => $6)');
+    expect(statement.text).toContain(fenced);
+    expect(statement.text).toMatch(/SELECT count\(\*\)::integer AS updated FROM changed$/);
+    expect(statement.values).toEqual([
+      'tenant',
+      'POST /v1/payments',
+      hostileKey,
+      owner,
+      'charge',
+      30,
+    ]);
+  });
+});
+
 describe('leaseClaimFrom', () => {
   it('reads the recovery points committed so far, each result in the key order it was recorded in', () => {
     const claim = leaseClaimFrom([
       {
         recovery_point: 'charge',
         step_state: { reserve: '{"z":1,"a":2}', charge: 'null' },
+        started_steps: ['charge', 'refund'],
         generation: '42',
       },
     ]);
@@ -111,6 +132,7 @@ describe('leaseClaimFrom', () => {
       claimed: true,
       recoveryPoint: 'charge',
       stepState: { reserve: { z: 1, a: 2 }, charge: null },
+      startedSteps: ['charge', 'refund'],
       generation: '42',
     });
     expect(claim.claimed && Object.keys(claim.stepState.reserve as object)).toEqual(['z', 'a']);
@@ -121,6 +143,7 @@ describe('leaseClaimFrom', () => {
       claimed: true,
       recoveryPoint: null,
       stepState: {},
+      startedSteps: [],
       generation: '7',
     });
   });

@@ -19,6 +19,8 @@ export type LeaseClaim =
       claimed: true;
       recoveryPoint: string | null;
       stepState: Record<string, unknown>;
+      /** The external steps started so far, recorded or not (see `recordStepStartStatement`). */
+      startedSteps: string[];
       /** Identifies this claim of the key (its row's creation): a key claimed anew after it expired gets another. */
       generation: string;
     }
@@ -52,7 +54,7 @@ export function claimLeaseStatement(
                 expires_at = GREATEST(k.expires_at, EXCLUDED.expires_at), updated_at = now()
           WHERE k.status = 'in_progress' AND k.locked_until <= now()
             AND k.request_hash = EXCLUDED.request_hash
-         RETURNING k.recovery_point, k.step_state,
+         RETURNING k.recovery_point, k.step_state, k.started_steps,
                    (extract(epoch FROM k.created_at) * 1000000)::bigint::text AS generation`,
     values: [
       ...keyValues(id),
@@ -77,6 +79,7 @@ export function leaseClaimFrom(
     | {
         recovery_point: string | null;
         step_state: Record<string, string> | null;
+        started_steps?: string[] | null;
         generation: string;
       }
     | undefined;
@@ -92,6 +95,7 @@ export function leaseClaimFrom(
     claimed: true,
     recoveryPoint: row.recovery_point,
     stepState,
+    startedSteps: row.started_steps ?? [],
     generation: row.generation,
   };
 }
@@ -124,6 +128,29 @@ export function recordStepStatement(
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
     values: [...keyValues(id), owner, step, recorded.text, leaseSeconds, recorded.sealedWith],
+  };
+}
+
+/**
+ * Records that the external step `step` starts: committed before its call, so a resumed attempt
+ * can tell a step that never started from an uncertain one (started, no result recorded). Renews
+ * the lease for the call, and is fenced by the owner, so an attempt that lost the key never
+ * makes the call.
+ */
+export function recordStepStartStatement(
+  id: KeyId,
+  owner: string,
+  step: string,
+  leaseSeconds: number,
+): SqlStatement {
+  return {
+    text: countingUpdated(
+      `UPDATE idempotency_keys
+          SET started_steps = array_append(started_steps, $5::text),
+              locked_until = now() + make_interval(secs => $6), updated_at = now()
+        WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+    ),
+    values: [...keyValues(id), owner, step, leaseSeconds],
   };
 }
 

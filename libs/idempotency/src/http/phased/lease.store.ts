@@ -12,6 +12,7 @@ import {
   fencedUpdateApplied,
   type LeaseClaim,
   leaseClaimFrom,
+  recordStepStartStatement,
   recordStepStatement,
   releaseLeaseStatement,
   stepJson,
@@ -74,6 +75,18 @@ export class LeaseStore {
           leaseSeconds,
         ),
       ),
+    );
+  }
+
+  /** False when another attempt took the key over: the step's call must not be made. */
+  async recordStepStart(
+    id: KeyId,
+    owner: string,
+    step: string,
+    leaseSeconds: number,
+  ): Promise<boolean> {
+    return fencedUpdateApplied(
+      await this.run(recordStepStartStatement(id, owner, step, leaseSeconds)),
     );
   }
 

@@ -66,7 +66,9 @@ export class PhasedRunner implements IdempotentRunner {
       generation: claim.lease.generation,
       recoveryPoint: claim.lease.recoveryPoint,
       stepState: claim.lease.stepState,
+      startedSteps: claim.lease.startedSteps,
       leases: this.leases,
+      events: this.events,
       txHost: this.transactions.host,
     });
     (httpRequest(request.context) as { [PHASES]?: IdempotentPhases })[PHASES] = phases;
