@@ -11,13 +11,13 @@ export const ORDER_BODY = JSON.stringify({
   currency: 'usd',
 });
 
-export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h';
 
 /**
  * Which demo process serves a scenario: the default one, or a twin started with one setting
  * changed, so that setting's cost shows beside (a) in the same run.
  */
-export type DemoVariant = 'default' | 'sealed' | 'unguarded';
+export type DemoVariant = 'default' | 'sealed' | 'unguarded' | 'uncached';
 
 export interface Scenario {
   id: ScenarioId;
@@ -60,6 +60,18 @@ function orderRequest(
 /** The key that scenario (c) replays; `prepare` completes it for both tenants first. */
 export function replayKey(runId: string): string {
   return `bench-${runId}-replay`;
+}
+
+/**
+ * How many completed keys scenario (h) cycles through, per tenant: far more than its
+ * connections, so that no two requests in flight share a key (a twin in flight would hand its
+ * outcome over in memory, and the replay would not be read from the database).
+ */
+export const DATABASE_REPLAY_KEYS = 256;
+
+/** The `index`-th key of scenario (h); `prepare` completes each for both tenants first. */
+export function databaseReplayKey(runId: string, index: number): string {
+  return `bench-${runId}-db-${index}`;
 }
 
 export function scenarios(runId: string): Scenario[] {
@@ -106,6 +118,24 @@ export function scenarios(runId: string): Scenario[] {
       variant: 'unguarded',
       request: () => orderRequest('/v1/orders', () => `bench-${randomUUID()}`),
     },
+    {
+      id: 'g',
+      title: 'a bare route (the guard, no database)',
+      variant: 'default',
+      request: () => orderRequest('/bench/bare', () => undefined),
+    },
+    {
+      id: 'h',
+      title: 'replays from the database (cache off)',
+      // Keys completed by the default process, in turn: this one caches nothing.
+      variant: 'uncached',
+      request: () => {
+        let sent = 0;
+        return orderRequest('/v1/orders', () =>
+          databaseReplayKey(runId, Math.floor(sent++ / TENANT_KEYS.length) % DATABASE_REPLAY_KEYS),
+        );
+      },
+    },
   ];
 }
 
@@ -118,5 +148,7 @@ export function variantEnvironment(variant: DemoVariant): NodeJS.ProcessEnv {
       return { IDEMPOTENCY_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` };
     case 'unguarded':
       return { IDEMPOTENCY_WRITE_GUARD: 'off' };
+    case 'uncached':
+      return { IDEMPOTENCY_REPLAY_CACHE: 'off' };
   }
 }

@@ -82,6 +82,21 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
       expect(await db.orders('acme', customerId)).toHaveLength(0);
     });
 
+    it('POST /bench/bare answers behind the guard without a round trip, and counts as a request', async () => {
+      const before = await stats();
+      const res = await request(app.getHttpServer())
+        .post('/bench/bare')
+        .set('authorization', ACME.authorization)
+        .send({ customerId: uniqueCustomer(), amountCents: 1250 });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ customerId: 'cus-bench', amountCents: 1250 });
+      const after = await stats();
+      expect(after.requests - before.requests).toBe(1);
+      // GET /bench/stats itself sends none either.
+      expect(after.roundTrips - before.roundTrips).toBe(0);
+      await request(app.getHttpServer()).post('/bench/bare').send({}).expect(401);
+    });
+
     it('POST /bench/orders needs no key, and the same request twice creates two orders', async () => {
       const customerId = uniqueCustomer();
       const send = () =>

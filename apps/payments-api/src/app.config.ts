@@ -28,6 +28,11 @@ export interface AppConfig {
   encryptionKeys?: { id: string; key: Buffer }[];
   /** `IDEMPOTENCY_WRITE_GUARD` (`throw`, `warn` or `off`). Unset: the library's default (`throw`). */
   writeGuard?: WriteGuardMode;
+  /**
+   * `IDEMPOTENCY_REPLAY_CACHE=off` answers every replay from the database, as a process that
+   * never saw the key does. Unset: the library's default (on).
+   */
+  replayCache?: boolean;
   /** `AMQP_URL`: RabbitMQ for the order-payments consumer and the outbox relay. Unset: messaging is off. */
   amqpUrl?: string;
   /** Tuning of the messaging part; defaults in messaging/messaging.config.ts. */

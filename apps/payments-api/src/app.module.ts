@@ -55,6 +55,7 @@ export class AppModule {
           maxResponseBytes: config.maxResponseBytes,
           encryption: config.encryptionKeys && { keys: config.encryptionKeys },
           writeGuard: config.writeGuard,
+          ...(config.replayCache === false && { replayCache: false as const }),
         }),
         MetricsModule,
         EventsModule,

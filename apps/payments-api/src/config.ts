@@ -31,6 +31,7 @@ export function configFromEnv(
       : undefined,
     encryptionKeys: encryptionKeysFromEnv(env),
     writeGuard: writeGuardFromEnv(env),
+    replayCache: onOff(env, 'IDEMPOTENCY_REPLAY_CACHE', true),
     benchRoutes: env.BENCH_ROUTES === '1',
     graphql: httpAdapterKind(env.HTTP_ADAPTER) === 'express',
   };

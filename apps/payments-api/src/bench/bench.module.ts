@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { OrdersController } from '../orders/orders.controller';
 import { OrdersModule } from '../orders/orders.module';
+import { BenchBareController } from './bench-bare.controller';
 import { BenchOrdersController } from './bench-orders.controller';
 import { BenchStatsController } from './bench-stats.controller';
 import { BenchStatsService } from './bench-stats.service';
@@ -9,11 +10,11 @@ import { CountRequestsInterceptor } from './count-requests.interceptor';
 
 /**
  * Routes for `npm run bench`, registered only with `BENCH_ROUTES=1`: the baseline twin of
- * `POST /v1/orders`, and the statement and request counts at `GET /bench/stats`.
+ * `POST /v1/orders`, a bare route that touches nothing, and the statement and request counts at `GET /bench/stats`.
  */
 @Module({
   imports: [OrdersModule],
-  controllers: [BenchOrdersController, BenchStatsController],
+  controllers: [BenchOrdersController, BenchBareController, BenchStatsController],
   // The orders controller as a plain provider: the twin calls its handler, not its route.
   providers: [
     OrdersController,

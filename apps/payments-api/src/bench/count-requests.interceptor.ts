@@ -6,6 +6,7 @@ import {
 } from '@nestjs/common';
 import { finalize, type Observable } from 'rxjs';
 import { OrdersController } from '../orders/orders.controller';
+import { BenchBareController } from './bench-bare.controller';
 import { BenchOrdersController } from './bench-orders.controller';
 import { BenchStatsService } from './bench-stats.service';
 
@@ -15,6 +16,8 @@ const BENCHMARKED_HANDLERS: readonly unknown[] = [
   OrdersController.prototype.create,
   // eslint-disable-next-line @typescript-eslint/unbound-method -- an identity, not a call
   BenchOrdersController.prototype.create,
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- an identity, not a call
+  BenchBareController.prototype.create,
 ];
 
 /**
