@@ -474,6 +474,29 @@ export function describeConsumer(variant: ConsumerVariant): void {
         expectSealed(keyRow, [rows[0].id, name]);
       });
 
+      it('keeps one key on POST /widgets and on the GraphQL mutation apart: two widgets, two sealed rows', async () => {
+        const key = uniqueKey();
+        const name = `b-${randomUUID()}`;
+        const rest = await createWidget(JSON.stringify({ name, amountCents: 310 }), {
+          'idempotency-key': key,
+        });
+        expect(rest.status).toBe(201);
+        const graphql = await createWidgetOnGraphql(
+          CREATE_WIDGET,
+          { input: { name, amountCents: 310 } },
+          key,
+        );
+        expect((JSON.parse(graphql.text) as CreateWidgetAnswer).errors).toBeUndefined();
+        const rows = await widgets(name);
+        expect(rows).toHaveLength(2);
+        const keyed = await keyRows(key);
+        expect(keyed.map((row) => row.endpoint).sort()).toEqual([
+          'GRAPHQL Mutation.createWidget @createWidget',
+          'POST /widgets',
+        ]);
+        for (const row of keyed) expectSealed(row, [...rows.map((widget) => widget.id), name]);
+      });
+
       it('answers IDEMPOTENCY_KEY_REUSED for a GraphQL key reused with other variables, and writes nothing for it', async () => {
         const key = uniqueKey();
         const name = `g-${randomUUID()}`;
