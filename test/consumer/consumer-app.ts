@@ -16,6 +16,11 @@ export interface ConsumerVariant {
   /** The scratch app's package.json, under test/consumer/fixture/. */
   packageJson: string;
   runtime: () => Promise<NodeRuntime>;
+  /**
+   * Lines of `npm ls --all` that report a peer out of range between third-party packages the
+   * app installs, verbatim (without the tree's drawing): known, and not the library's to fix.
+   */
+  knownPeerConflicts?: string[];
 }
 
 interface LibraryManifest {
@@ -32,6 +37,10 @@ interface LibraryManifest {
 export class ConsumerApp {
   /** Seconds per stage, for the log. */
   readonly timings: Record<string, number> = {};
+  /** Every file `tsc` read to check the library's declarations (`--listFiles`). */
+  declarationProgram: string[] = [];
+  /** What `npm install` printed on stderr: its warnings. */
+  installWarnings = '';
 
   private constructor(
     readonly dir: string,
@@ -53,14 +62,27 @@ export class ConsumerApp {
       }
       cpSync(join(FIXTURE, 'src'), join(dir, 'src'), { recursive: true });
       cpSync(join(FIXTURE, 'entry-points'), join(dir, 'entry-points'), { recursive: true });
-      cpSync(join(FIXTURE, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+      for (const tsconfig of ['tsconfig.json', 'tsconfig.declarations.json'])
+        cpSync(join(FIXTURE, tsconfig), join(dir, tsconfig));
       cpSync(join(FIXTURE, variant.packageJson), join(dir, 'package.json'));
       cpSync(tarball, join(dir, `${LIBRARY_NAME}.tgz`)); // the package.json names it file:./
-      await app.timed('install', () => app.npm(['install', ...NPM_INSTALL_FLAGS]));
-      const tsc = join(dir, 'node_modules/typescript/bin/tsc');
-      await app.timed('tsc', () =>
-        run(runtime.node, [tsc, '-p', 'tsconfig.json'], { cwd: dir, runtime }),
+      const installed = await app.timed('install', () =>
+        app.npm(['install', ...NPM_INSTALL_FLAGS]),
       );
+      app.installWarnings = installed.stderr;
+      const tsc = join(dir, 'node_modules/typescript/bin/tsc');
+      // The library's declarations with skipLibCheck off; the app with it on, as apps build:
+      // @nestjs/graphql's and @nestjs/apollo's own declarations need packages an app without
+      // gateway, ts-morph or @types/ws does not have.
+      await app.timed('tsc', async () => {
+        const checked = await run(
+          runtime.node,
+          [tsc, '-p', 'tsconfig.declarations.json', '--listFiles'],
+          { cwd: dir, runtime },
+        );
+        app.declarationProgram = checked.stdout.split('\n').filter(Boolean);
+        await run(runtime.node, [tsc, '-p', 'tsconfig.json'], { cwd: dir, runtime });
+      });
     } catch (error) {
       app.remove();
       throw error;
@@ -90,13 +112,14 @@ export class ConsumerApp {
     return JSON.parse(stdout) as T;
   }
 
-  /** Starts the compiled app (`dist/main.js`) on the given database. */
-  start(databaseUrl: string): Promise<AppProcess> {
+  /** Starts the compiled app (`dist/main.js`) with `env` (its database, its sealing key). */
+  start(env: Record<string, string>): Promise<AppProcess> {
     return this.timed('start', () =>
-      AppProcess.start(
-        { DATABASE_URL: databaseUrl },
-        { node: this.runtime.node, main: join(this.dir, 'dist/main.js'), cwd: this.dir },
-      ),
+      AppProcess.start(env, {
+        node: this.runtime.node,
+        main: join(this.dir, 'dist/main.js'),
+        cwd: this.dir,
+      }),
     );
   }
 
