@@ -40,6 +40,8 @@ export class DemoProcess {
     databaseUrl: string,
     faults = false,
     settings: NodeJS.ProcessEnv = {},
+    /** The CPU to start it on (`taskset`); anywhere when undefined. */
+    cpu?: number,
   ): Promise<DemoProcess> {
     if (!existsSync(DEMO_MAIN))
       throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
@@ -56,7 +58,11 @@ export class DemoProcess {
     delete env.PROVIDER_URL;
     if (faults) env.DEMO_FAULTS = '1';
     else delete env.DEMO_FAULTS;
-    const child = spawn(process.execPath, [DEMO_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, args] =
+      cpu === undefined
+        ? [process.execPath, [DEMO_MAIN]]
+        : ['taskset', ['-c', String(cpu), process.execPath, DEMO_MAIN]];
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
     await demo.waitUntilHealthy();
     return demo;

@@ -4,6 +4,7 @@ import { cpus, loadavg } from 'node:os';
 import { type BenchDatabase, openBenchDatabase } from './bench-database';
 import { type BenchOptions, benchOptions } from './bench-options';
 import { benchFigures, formatFigures, invalidities } from './bench-report';
+import { type CpuPinning, pinCpus } from './cpu-pinning';
 import { DemoProcess } from './demo-process';
 import { runScenario, type ScenarioRun } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
@@ -29,6 +30,8 @@ import {
 async function main(): Promise<void> {
   const options = benchOptions(process.argv.slice(2), process.env);
   const started = Date.now();
+  // Before PostgreSQL starts, so that it runs beside the load generator, not beside the demo.
+  const pinning = pinCpus();
   let database: BenchDatabase | undefined;
   const demos = new Map<DemoVariant, DemoProcess>();
   let demo: DemoProcess | undefined;
@@ -42,7 +45,7 @@ async function main(): Promise<void> {
     }
     demo = demos.get('default');
     if (!demo) throw new Error('no scenario runs on the default demo');
-    console.log(header(options, database.description));
+    console.log(header(options, database.description, pinning));
     await completeReplayKeys(demo, runId);
 
     const runs = await measure(demos, database, all, options);
@@ -55,7 +58,7 @@ async function main(): Promise<void> {
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
     for (const measured of demos.values()) await measured.stop();
     demos.clear();
-    demo = await DemoProcess.start(database.url, true);
+    demo = await DemoProcess.start(database.url, true, {}, pinning?.demoCpu);
     console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
     const problems = invalidities(figures);
@@ -110,13 +113,20 @@ async function measure(
   return runs;
 }
 
-function header(options: BenchOptions, databaseDescription: string): string {
+function header(
+  options: BenchOptions,
+  databaseDescription: string,
+  pinning: CpuPinning | undefined,
+): string {
   const cpu = cpus();
   const { rounds, durationSeconds, warmupSeconds, connections } = options;
   return [
     `nestjs-pg-idempotency benchmark${options.smoke ? ' (smoke run)' : ''}`,
     `machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
       databaseDescription,
+    pinning
+      ? `CPUs: the demo processes on CPU ${pinning.demoCpu}; autocannon and PostgreSQL on CPU ${pinning.otherCpus}`
+      : 'CPUs: not pinned (no taskset, or one CPU)',
     `load average at the start: ${loadAverage()}`,
     `load: autocannon ${autocannonVersion()}, ${connections} connections, pipelining 1; ` +
       `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
