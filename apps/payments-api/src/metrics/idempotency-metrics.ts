@@ -3,6 +3,12 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { IDEMPOTENCY_DIAGNOSTICS_CHANNEL, type IdempotencyEvent } from 'nestjs-pg-idempotency';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
+/** A counter's and a histogram's children for one set of labels. */
+interface RequestSeries {
+  count: { inc(): void };
+  seconds: { observe(value: number): void };
+}
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /**
@@ -72,6 +78,9 @@ export class IdempotencyMetrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  private readonly claimSeries = new Map<string, RequestSeries>();
+  private readonly outcomeSeries = new Map<string, RequestSeries>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
     subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, this.onMessage);
@@ -105,15 +114,39 @@ export class IdempotencyMetrics implements OnModuleDestroy {
           found: String(event.found ?? false),
         });
         return;
-      case 'claimed':
-        this.claims.inc({ scope, mode: event.mode ?? 'atomic' });
-        if (event.claimMs !== undefined)
-          this.claimSeconds.observe({ scope, mode: event.mode ?? 'atomic' }, event.claimMs / 1000);
+      case 'claimed': {
+        const mode = event.mode ?? 'atomic';
+        const series = this.seriesOf(this.claimSeries, `${scope}\u0000${mode}`, () => ({
+          count: this.claims.labels({ scope, mode }),
+          seconds: this.claimSeconds.labels({ scope, mode }),
+        }));
+        series.count.inc();
+        if (event.claimMs !== undefined) series.seconds.observe(event.claimMs / 1000);
         return;
-      default:
-        this.outcomes.inc({ scope, outcome: event.type });
-        if (event.durationMs !== undefined)
-          this.requestSeconds.observe({ scope, outcome: event.type }, event.durationMs / 1000);
+      }
+      default: {
+        const outcome = event.type;
+        const series = this.seriesOf(this.outcomeSeries, `${scope}\u0000${outcome}`, () => ({
+          count: this.outcomes.labels({ scope, outcome }),
+          seconds: this.requestSeconds.labels({ scope, outcome }),
+        }));
+        series.count.inc();
+        if (event.durationMs !== undefined) series.seconds.observe(event.durationMs / 1000);
+      }
     }
+  }
+
+  /**
+   * The labelled children of a request's series, found once per label set: every request
+   * records two to four samples, and prom-client would otherwise hash the labels of each again.
+   */
+  private seriesOf(
+    cache: Map<string, RequestSeries>,
+    name: string,
+    create: () => RequestSeries,
+  ): RequestSeries {
+    let series = cache.get(name);
+    if (!series) cache.set(name, (series = create()));
+    return series;
   }
 }

@@ -7,6 +7,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import type { ClassTransformOptions } from 'class-transformer';
 import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
@@ -29,6 +30,7 @@ import type { StoredResponse } from './idempotency.options';
 import { parseIdempotencyKey } from './idempotency-key.parser';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
+import { debugEnabled } from '../shared/debug-enabled';
 import { isDatabaseUnavailable } from '../shared/postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { type Flight, InFlightKeys } from './replay/in-flight-keys';
@@ -57,6 +59,10 @@ const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
+  private readonly serializeOptionsOf = new WeakMap<
+    object,
+    WeakMap<object, ClassTransformOptions | null>
+  >();
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -188,7 +194,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         response: outcome.response,
       });
       if (outcome.kind === 'replayed') {
-        this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        if (debugEnabled())
+          this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
         return await this.replay(flow, request, outcome.response);
@@ -199,7 +206,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return flow.deliver(outcome.response);
     } catch (error) {
       if (error instanceof IdempotencyRejection) {
-        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+        if (debugEnabled())
+          this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
         report(error.reason, error.status, error.unreadableReason);
         return flow.reject(error);
       }
@@ -259,6 +267,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return undefined;
     }
     const tenantId = (await this.options.tenantResolver(context)) ?? '';
+    let label: string | undefined;
     const requestHash = requestFingerprint({
       method: request.method,
       route: pattern,
@@ -277,14 +286,32 @@ export class IdempotencyInterceptor implements NestInterceptor {
       context,
       next,
       route,
-      serializeOptions: this.reflector.getAllAndOverride(CLASS_SERIALIZER_OPTIONS, [
-        context.getHandler(),
-        context.getClass(),
-      ]),
+      serializeOptions: this.serializeOptions(context),
       id: { tenantId, scope, key },
       requestHash,
-      label: keyLabel(tenantId, scope, key),
+      // A hash for log lines and onReplay: computed when one of them asks.
+      get label() {
+        return (label ??= keyLabel(tenantId, scope, key));
+      },
     };
+  }
+
+  /** The route's `@SerializeOptions()`, read once per (controller, handler): metadata is fixed. */
+  private serializeOptions(context: ExecutionContext): ClassTransformOptions | undefined {
+    const controller = context.getClass();
+    const handler = context.getHandler();
+    let byHandler = this.serializeOptionsOf.get(controller);
+    if (!byHandler) this.serializeOptionsOf.set(controller, (byHandler = new WeakMap()));
+    let options = byHandler.get(handler);
+    if (options === undefined) {
+      options =
+        this.reflector.getAllAndOverride<ClassTransformOptions | undefined>(
+          CLASS_SERIALIZER_OPTIONS,
+          [handler, controller],
+        ) ?? null;
+      byHandler.set(handler, options);
+    }
+    return options ?? undefined;
   }
 
   private async replay(

@@ -13,8 +13,8 @@ export interface IdempotentRequest {
   serializeOptions?: ClassTransformOptions;
   id: KeyId;
   requestHash: string;
-  /** Short hash of the key for logs; raw keys never reach a log line. */
-  label: string;
+  /** Short hash of the key for logs; raw keys never reach a log line. Computed on first use. */
+  readonly label: string;
   /**
    * Runs the handler and settles its outcome (`beforeStoringFailure` as in `settleHandler`).
    * Absent: `settleHandler`, which records an HTTP response. A GraphQL mutation field records

@@ -9,6 +9,13 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const STRING_CONTENT_TYPE = 'text/html; charset=utf-8';
 
 /**
+ * Bodies known to come back to the same bytes through JSON.parse and JSON.stringify: written by
+ * JSON.stringify in this process, or checked once. `wireBody` skips its check for them, so a
+ * create, and every replay from the replay cache, parse their body but never serialise it twice.
+ */
+const ROUND_TRIP_SAFE = new WeakSet<Buffer>();
+
+/**
  * Serialises the handler's result once, the way it will go on the wire. Class instances go
  * through class-transformer with the route's `@SerializeOptions()` first, as
  * ClassSerializerInterceptor would do: `@Exclude()`d fields are never stored nor sent.
@@ -36,6 +43,11 @@ export function captureResponse(
         : value,
     );
     headers['content-type'] ??= JSON_CONTENT_TYPE;
+    const bytes = Buffer.from(body, 'utf8');
+    // JSON.stringify's own output parses back to a value it writes the same way; a bare string
+    // value is the exception (the router would send it as text).
+    if (!body.startsWith('"')) ROUND_TRIP_SAFE.add(bytes);
+    return { statusCode: response.statusCode, headers, body: bytes };
   }
   return { statusCode: response.statusCode, headers, body: Buffer.from(body, 'utf8') };
 }
@@ -107,9 +119,12 @@ export function wireBody(stored: StoredResponse): unknown {
   } catch {
     return text;
   }
+  if (ROUND_TRIP_SAFE.has(stored.body)) return value;
   // A string value would be sent as bare text by the router: only objects, arrays and the
   // other literals come back to the same bytes through it.
-  return typeof value !== 'string' && JSON.stringify(value) === text ? value : text;
+  if (typeof value === 'string' || JSON.stringify(value) !== text) return text;
+  ROUND_TRIP_SAFE.add(stored.body);
+  return value;
 }
 
 function pickHeaders(

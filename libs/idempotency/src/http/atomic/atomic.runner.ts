@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { bindCurrentOperation } from '../../shared/current-operation';
+import { debugEnabled } from '../../shared/debug-enabled';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey, type StoredReplay } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
@@ -58,18 +59,20 @@ export class AtomicRunner implements IdempotentRunner {
   }
 
   async run(request: IdempotentRequest): Promise<Outcome> {
-    const { label } = request;
     try {
       return await this.inTransaction(request);
     } catch (error) {
       if (error instanceof ClaimConflictError) {
         this.logger.debug(
-          `key ${label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
+          `key ${request.label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
         );
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
       }
-      if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
-        this.logger.debug(`key ${label} released after a transient failure`);
+      if (
+        debugEnabled() &&
+        !(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)
+      ) {
+        this.logger.debug(`key ${request.label} released after a transient failure`);
       }
       throw error;
     }
@@ -126,7 +129,7 @@ export class AtomicRunner implements IdempotentRunner {
     claimStarted: number,
     transaction: ClaimedTransaction,
   ): Promise<Outcome> {
-    const { id, label } = request;
+    const { id } = request;
     const claim = await this.claim(request, transaction);
     if ('response' in claim) return { kind: 'replayed', ...claim };
     // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
@@ -143,7 +146,8 @@ export class AtomicRunner implements IdempotentRunner {
       ? await request.settle(rollBack)
       : await settleHandler(request, this.options, rollBack);
     await transaction.record(response);
-    this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+    if (debugEnabled())
+      this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
     return { kind: 'executed', response, failed };
   }
 

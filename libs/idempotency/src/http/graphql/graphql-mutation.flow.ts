@@ -68,6 +68,7 @@ export class GraphqlMutationFlow implements RequestFlow {
       return undefined;
     }
     const tenantId = (await this.options.tenantResolver(this.context)) ?? '';
+    const scope = this.scope;
     const requestHash = operationFingerprint(
       graphqlLibrary(),
       this.info,
@@ -75,13 +76,16 @@ export class GraphqlMutationFlow implements RequestFlow {
         fingerprintHeaders.map((name) => [name, request ? headerValue(request, name) : undefined]),
       ),
     );
+    let label: string | undefined;
     const described: IdempotentRequest = {
       context: this.context,
       next: this.next,
       route: this.route,
-      id: { tenantId, scope: this.scope, key },
+      id: { tenantId, scope, key },
       requestHash,
-      label: keyLabel(tenantId, this.scope, key),
+      get label() {
+        return (label ??= keyLabel(tenantId, scope, key));
+      },
       eventScope: this.eventScope,
       settle: (beforeStoringFailure) =>
         settleResolver(described, this.options, beforeStoringFailure),
