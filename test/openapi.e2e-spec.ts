@@ -32,7 +32,7 @@ describe('OpenAPI at /docs', () => {
   afterAll(() => app.close());
 
   it.each([['/v1/orders'], ['/v1/payments']])(
-    'documents the key header and the 400, 409, 422 and 503 problems of POST %s',
+    'documents the key header and the 400, 409, 422, 503 and 500 problems of POST %s',
     (path) => {
       const post = paths[path].post;
       expect(post.parameters).toEqual(
@@ -40,7 +40,7 @@ describe('OpenAPI at /docs', () => {
           expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true }),
         ]),
       );
-      for (const status of ['400', '409', '422', '503']) {
+      for (const status of ['400', '409', '422', '503', '500']) {
         expect(post.responses[status].content).toHaveProperty(['application/problem+json']);
       }
       expect(post.responses['409'].headers).toHaveProperty('Retry-After');
@@ -48,6 +48,14 @@ describe('OpenAPI at /docs', () => {
       expect(post.responses['400'].content).toHaveProperty(
         ['application/problem+json', 'schema', 'properties', 'type', 'enum'],
         expect.arrayContaining([IdempotencyProblemType.unfingerprintableRequest]),
+      );
+      expect(post.responses['500'].content).toHaveProperty(
+        ['application/problem+json', 'schema', 'properties', 'type', 'enum'],
+        [
+          IdempotencyProblemType.responseTooLarge,
+          IdempotencyProblemType.writeOutsideTransaction,
+          IdempotencyProblemType.sealedRecordUnreadable,
+        ],
       );
     },
   );

@@ -53,8 +53,8 @@ function problemResponse(status: number, description: string, types: string[]) {
 
 /**
  * Documents every `@Idempotent()` route in OpenAPI: the key header (with the configured name,
- * which is why this runs at start-up and not inside the decorator) and the 400, 409, 422 and
- * 503 problems the library answers itself.
+ * which is why this runs at start-up and not inside the decorator) and the 400, 409, 422, 503
+ * and 500 problems the library answers itself (its 500 only where the route documents none).
  */
 @Injectable()
 export class OpenApiDocumenter implements OnModuleInit {
@@ -153,6 +153,33 @@ export class OpenApiDocumenter implements OnModuleInit {
         },
       }),
     ];
+    // The route's own 500, if it documents one, says more about its handler than ours would.
+    if (!documentsStatus(descriptor, 500)) {
+      decorators.push(
+        swagger.ApiResponse(
+          problemResponse(
+            500,
+            'The outcome could not be stored and nothing was committed (the response is over ' +
+              'maxResponseBytes, or the handler wrote outside the request transaction), or the ' +
+              'stored outcome opens with no configured encryption key (the handler did not run again).',
+            [
+              IdempotencyProblemType.responseTooLarge,
+              IdempotencyProblemType.writeOutsideTransaction,
+              IdempotencyProblemType.sealedRecordUnreadable,
+            ],
+          ),
+        ),
+      );
+    }
     for (const decorate of decorators) decorate(prototype, name, descriptor);
   }
+}
+
+// Where @nestjs/swagger keeps a handler's `@ApiResponse()`s, by status.
+const API_RESPONSE_METADATA = 'swagger/apiResponse';
+
+function documentsStatus(descriptor: PropertyDescriptor, status: number): boolean {
+  const responses = Reflect.getMetadata(API_RESPONSE_METADATA, descriptor.value as object) as
+    Record<string, unknown> | undefined;
+  return responses !== undefined && String(status) in responses;
 }
