@@ -32,6 +32,8 @@ interface ClaimedTransaction {
   savepointTaken: boolean;
   /** Records the response; it commits with the handler's writes, or not at all. */
   record(response: StoredResponse): Promise<void>;
+  /** The claim found the key's committed outcome, having written nothing: no need to commit. */
+  foundOutcome?(): void;
 }
 
 /**
@@ -119,6 +121,7 @@ export class AtomicRunner implements IdempotentRunner {
               );
               return Promise.resolve();
             },
+            foundOutcome: () => transaction.endWithoutWaiting(),
           }),
         ),
     );
@@ -173,7 +176,13 @@ export class AtomicRunner implements IdempotentRunner {
           this.options.retryAfterSeconds,
           (recorded) => this.sealer.openResponse(id, recorded),
         );
-        if (resolution !== 'expired') return resolution;
+        if (resolution !== 'expired') {
+          // A replay found by the first claim wrote nothing (ON CONFLICT DO NOTHING): a replay
+          // from the database answers after one round trip. After a retry the expired row's
+          // DELETE must commit, as usual.
+          if (attempt === 0 && 'response' in resolution) transaction.foundOutcome?.();
+          return resolution;
+        }
         await this.store.deleteExpired(id);
       } // else: deleted in between (expiry cleanup): claim again
       if (attempt === 1) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);

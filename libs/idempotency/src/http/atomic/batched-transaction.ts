@@ -58,6 +58,7 @@ interface Batch {
 export class BatchedTransaction {
   private afterStart?: Batch;
   private beforeCommit?: Batch;
+  private nothingToKeep = false;
   private isolationLevelSent = false;
   private started: unknown[][] = [];
 
@@ -88,6 +89,7 @@ export class BatchedTransaction {
     }
     const queryRunner = dataSource.createQueryRunner();
     const transaction = new BatchedTransaction(queryRunner, isolationLevel, start.prepared);
+    let releasedLater = false;
     try {
       transaction.intercept((await queryRunner.connect()) as PostgresClient);
       transaction.afterStart = {
@@ -96,6 +98,16 @@ export class BatchedTransaction {
       };
       await queryRunner.startTransaction(isolationLevel);
       const result = await work(transaction, transaction.started);
+      if (transaction.nothingToKeep) {
+        // Sent, not awaited: the caller answers now, and the connection goes back to the pool
+        // once the ROLLBACK is through (node-postgres runs a client's queries in order).
+        releasedLater = true;
+        void queryRunner
+          .rollbackTransaction()
+          .catch((error: unknown) => logger.warn(`ROLLBACK failed: ${String(error)}`))
+          .finally(() => queryRunner.release());
+        return result;
+      }
       await queryRunner.commitTransaction();
       return result;
     } catch (error) {
@@ -104,8 +116,17 @@ export class BatchedTransaction {
         await queryRunner.rollbackTransaction().catch(() => undefined);
       throw error;
     } finally {
-      await queryRunner.release();
+      if (!releasedLater) await queryRunner.release();
     }
+  }
+
+  /**
+   * Says that nothing this transaction did needs to last (a claim that found its key's
+   * outcome already committed): it ends with a ROLLBACK the caller does not wait for, so the
+   * answer costs the START batch's round trip alone.
+   */
+  endWithoutWaiting(): void {
+    this.nothingToKeep = true;
   }
 
   /**
