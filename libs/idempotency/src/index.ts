@@ -44,6 +44,7 @@ export { IdempotencyError } from './shared/idempotency-error';
 export { IdempotencyProblemType } from './http/idempotency.errors';
 export { IdempotencyGraphQLErrorCode } from './http/graphql/graphql-error-codes';
 export { isDatabaseUnavailable } from './shared/postgres-errors';
+export { underlyingRequest } from './http/http-exchange';
 export {
   PROBLEM_CONTENT_TYPE,
   problemFromException,

@@ -28,7 +28,8 @@ export function httpRequest(context: ExecutionContext): HttpRequestLike {
 /**
  * The HTTP request behind the context: the request itself, or for a GraphQL resolver the `req`
  * of its context (Nest passes resolvers `[root, args, context, info]`; `@nestjs/apollo` puts
- * the request there). Read by index, so the library need not load `@nestjs/graphql`.
+ * the request there). Read by index, so the library need not load `@nestjs/graphql`. Public:
+ * a `tenantResolver` reads the principal through it on routes and mutations alike.
  */
 export function underlyingRequest<T>(context: ExecutionContext): T | undefined {
   // `in`: a hand-made context (a unit test's, say) may offer switchToHttp() alone.

@@ -30,7 +30,6 @@ import type { StoredResponse } from './idempotency.options';
 import { parseIdempotencyKey } from './idempotency-key.parser';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
-import { debugEnabled } from '../shared/debug-enabled';
 import { isDatabaseUnavailable } from '../shared/postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { type Flight, InFlightKeys } from './replay/in-flight-keys';
@@ -194,8 +193,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         response: outcome.response,
       });
       if (outcome.kind === 'replayed') {
-        if (debugEnabled())
-          this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
         return await this.replay(flow, request, outcome.response);
@@ -206,8 +204,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return flow.deliver(outcome.response);
     } catch (error) {
       if (error instanceof IdempotencyRejection) {
-        if (debugEnabled())
-          this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
         report(error.reason, error.status, error.unreadableReason);
         return flow.reject(error);
       }

@@ -17,8 +17,16 @@ import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { GraphQLError } from 'graphql';
-import { Idempotent, IdempotencyGraphQLErrorCode, IdempotencyModule } from 'nestjs-pg-idempotency';
+import {
+  defaultShouldStore,
+  IDEMPOTENCY_DIAGNOSTICS_CHANNEL,
+  type IdempotencyEvent,
+  Idempotent,
+  IdempotencyGraphQLErrorCode,
+  IdempotencyModule,
+} from 'nestjs-pg-idempotency';
 import request from 'supertest';
 import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { libraryInfrastructure } from '../support/library-infrastructure';
@@ -49,6 +57,9 @@ class StrayNote {
   @Column({ type: 'text' })
   note: string;
 }
+
+/** Thrown after an effect committed elsewhere: the policy below makes it final. */
+class AfterEffectError extends Error {}
 
 let resolverCalls = 0;
 
@@ -90,6 +101,8 @@ class ThingsResolver {
     if (outcome === 'refused')
       throw new GraphQLError('Out of stock', { extensions: { code: 'OUT_OF_STOCK', left: 0 } });
     if (outcome === 'transient') throw new Error('the warehouse did not answer');
+    if (outcome === 'after-effect')
+      throw new AfterEffectError('shipped, then the label printer died');
     if (outcome === 'internal')
       throw new GraphQLError('boom', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
     return { id: row.id, tag, calls: resolverCalls };
@@ -134,7 +147,12 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
       imports: [
         ...libraryInfrastructure({ entities: [StrayNote] }),
         // Without the replay cache, every replay comes from the row.
-        IdempotencyModule.forRoot({ cleanup: false, replayCache: false }),
+        IdempotencyModule.forRoot({
+          cleanup: false,
+          replayCache: false,
+          shouldStore: (status, error) =>
+            error instanceof AfterEffectError || defaultShouldStore(status),
+        }),
         graphqlModule(),
         ThingsModule,
       ],
@@ -194,6 +212,23 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     expect(replay.text).toBe(first.text);
     expect(await effects(tag)).toBe(0);
     expect(await keyRows(key)).toMatchObject([{ status: 'completed', response_code: 422 }]);
+  });
+
+  it('stores a plain error the policy marks final, as an internal error without its message', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const first = await send(MAKE, { tag, outcome: 'after-effect' }, key);
+    const calls = resolverCalls;
+    const replay = await send(MAKE, { tag, outcome: 'after-effect' }, key);
+    expect(JSON.parse(first.text)).toMatchObject({
+      data: null,
+      errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
+    });
+    expect(first.text).not.toContain('label printer');
+    expect(replay.text).toBe(first.text);
+    expect(resolverCalls).toBe(calls);
+    expect(await effects(tag)).toBe(0);
+    expect(await keyRows(key)).toMatchObject([{ status: 'completed', response_code: 500 }]);
   });
 
   it.each(['transient', 'internal'])(
@@ -270,8 +305,21 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
   it("refuses a write outside the mutation's transaction: nothing written, the key released", async () => {
     const tag = randomUUID();
     const key = randomUUID();
-    const mutation = 'mutation Stray($tag: String!) { strayThing(tag: $tag) { id } }';
-    const res = await send(mutation, { tag }, key);
+    // Aliased: the event's scope must not carry the client's alias (a label per alias).
+    const mutation = 'mutation Stray($tag: String!) { mine: strayThing(tag: $tag) { id } }';
+    const events: IdempotencyEvent[] = [];
+    const listener = (message: unknown) => events.push(message as IdempotencyEvent);
+    subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
+    let res: Awaited<ReturnType<typeof send>>;
+    try {
+      res = await send(mutation, { tag }, key);
+    } finally {
+      unsubscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
+    }
+    expect(events.find((event) => event.type === 'write_outside_transaction')).toMatchObject({
+      scope: 'GRAPHQL Mutation.strayThing',
+      entity: 'StrayNote',
+    });
     expect(JSON.parse(res.text)).toMatchObject({
       data: null,
       errors: [

@@ -22,6 +22,19 @@ class DocumentedController {
   }
 }
 
+/** A controller that documents its 500 for every route. */
+@Controller('documented-class')
+@ApiResponse({ status: 500, description: 'Anything may burn here.' })
+class ClassDocumentedController {
+  constructor(private readonly effects: Effects) {}
+
+  @Post()
+  @Idempotent()
+  async create(@Body() body: { tag: string }) {
+    return { id: await this.effects.record('documented-class', body.tag) };
+  }
+}
+
 interface Operation {
   responses: Record<string, { description: string; content?: Record<string, unknown> }>;
 }
@@ -35,7 +48,7 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
       undefined,
       {},
       {
-        controllers: [DocumentedController],
+        controllers: [DocumentedController, ClassDocumentedController],
       },
     ));
     const document = SwaggerModule.createDocument(app, new DocumentBuilder().build());
@@ -59,5 +72,11 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
     const { responses } = paths['/documented/own-500'].post;
     expect(responses['500'].description).toBe('The warehouse is on fire.');
     expect(Object.keys(responses)).toEqual(expect.arrayContaining(['400', '409', '422', '503']));
+  });
+
+  it("keeps a controller's own 500 on its routes", () => {
+    expect(paths['/documented-class'].post.responses['500'].description).toBe(
+      'Anything may burn here.',
+    );
   });
 });

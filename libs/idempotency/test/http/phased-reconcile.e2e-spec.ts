@@ -73,6 +73,23 @@ class CardProcessor {
     return { chargeId: id };
   }
 
+  /**
+   * Finds nothing, but takes its time: meanwhile another attempt took the lease over (done
+   * here by hand, as a retry would after the lease ran out).
+   */
+  async findNothingWhileLeaseIsTaken(
+    dataSource: DataSource,
+    key: string,
+    reference: string,
+  ): Promise<ChargeResult | undefined> {
+    callsOf(reference).reconcile++;
+    await dataSource.query(
+      `UPDATE idempotency_keys SET lease_owner = gen_random_uuid() WHERE idem_key = $1`,
+      [key],
+    );
+    return undefined;
+  }
+
   /** The charge the processor holds for `reference`, if any. */
   async findCharge(reference: string): Promise<ChargeResult | undefined> {
     callsOf(reference).reconcile++;
@@ -83,7 +100,10 @@ class CardProcessor {
 
 @Controller('reconcile')
 class ReconcilingController {
-  constructor(private readonly processor: CardProcessor) {}
+  constructor(
+    private readonly processor: CardProcessor,
+    private readonly dataSource: DataSource,
+  ) {}
 
   // The package README's example, as written there.
   @Post('charge')
@@ -99,6 +119,21 @@ class ReconcilingController {
       // Only on an attempt that finds the step uncertain: the charge by our reference, if any.
       { reconcile: () => this.processor.findCharge(dto.reference) },
     );
+  }
+
+  /** A reconcile during which the lease is lost: the call must not follow. */
+  @Post('charge-lease-lost')
+  @Idempotent({ phased: true })
+  chargeLeaseLost(
+    @Body() dto: ChargeDto,
+    @Phases() phases: IdempotentPhases,
+    @Headers('idempotency-key') key: string,
+    @Headers('x-fault') fault?: string,
+  ) {
+    return phases.external('charge', () => this.processor.charge(phases, dto.reference, fault), {
+      reconcile: () =>
+        this.processor.findNothingWhileLeaseIsTaken(this.dataSource, key, dto.reference),
+    });
   }
 
   /** The same step without `reconcile`: the call is made again. */
@@ -199,10 +234,10 @@ describe('phased mode: uncertain external steps, reconciled', () => {
     // Round trips: the claim, the step's start, its result, the response. The start is the one
     // statement this feature adds to each external step.
     const statement =
-      /INSERT INTO idempotency_keys|started_steps = array_append|SET recovery_point|status = 'completed'/;
+      /INSERT INTO idempotency_keys|SET started_steps|SET recovery_point|status = 'completed'/;
     expect(sent.map((sql) => statement.exec(sql)?.[0] ?? sql)).toEqual([
       'INSERT INTO idempotency_keys',
-      'started_steps = array_append',
+      'SET started_steps',
       'SET recovery_point',
       "status = 'completed'",
     ]);
@@ -261,6 +296,19 @@ describe('phased mode: uncertain external steps, reconciled', () => {
       expect.objectContaining({ type: 'step_reconciled', step: 'charge', found: false }),
     ]);
     expect(await keyRow(key)).toMatchObject({ status: 'completed', started_steps: ['charge'] });
+  });
+
+  it('an attempt that lost its lease while it reconciled does not call: its successor decides', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `t-${randomUUID()}`;
+    await post('/reconcile/charge-lease-lost', tag, key, 'fail-before-call').expect(503);
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 0 });
+
+    const retry = await post('/reconcile/charge-lease-lost', tag, key);
+    expect(retry.status).toBe(409);
+    // Reconciled (and found nothing), then refused by the fenced start: no second call.
+    expect(calls.get(tag)).toEqual({ work: 1, reconcile: 1 });
+    expect(await providerCharges(providerUrl, tag)).toHaveLength(0);
   });
 
   it('without reconcile, an uncertain step is reported and called again: the processor charges twice', async () => {

@@ -261,6 +261,19 @@ describe('sealed records (option encryption) on the real PostgreSQL', () => {
     expect(await effects(dataSource, attackerTag)).toBe(1);
   });
 
+  it('a status code edited in the row does not open: a stored 422 cannot become a 201', async () => {
+    const k = key();
+    const t = tag();
+    const declined = await post(sealing, '/declined', { tag: t }, { 'idempotency-key': k });
+    expect(declined.status).toBe(422);
+    await dataSource.query(`UPDATE idempotency_keys SET response_code = 201 WHERE idem_key = $1`, [
+      k,
+    ]);
+    const replay = await post(sealing, '/declined', { tag: t }, { 'idempotency-key': k });
+    expectUnreadable(replay, 'authentication_failed');
+    expect(await effects(dataSource, t)).toBe(0);
+  });
+
   it('rows written before encryption was on replay as they are; unsealedRows: refuse fails them closed', async () => {
     const k = key();
     const t = tag();

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { bindCurrentOperation } from '../../shared/current-operation';
-import { debugEnabled } from '../../shared/debug-enabled';
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { resolveExistingKey, type StoredReplay } from '../existing-key';
 import { settleHandler, UnstoredOutcome } from '../handler-outcome';
@@ -70,10 +69,7 @@ export class AtomicRunner implements IdempotentRunner {
         );
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
       }
-      if (
-        debugEnabled() &&
-        !(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)
-      ) {
+      if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
         this.logger.debug(`key ${request.label} released after a transient failure`);
       }
       throw error;
@@ -149,8 +145,7 @@ export class AtomicRunner implements IdempotentRunner {
       ? await request.settle(rollBack)
       : await settleHandler(request, this.options, rollBack);
     await transaction.record(response);
-    if (debugEnabled())
-      this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
+    this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
     return { kind: 'executed', response, failed };
   }
 

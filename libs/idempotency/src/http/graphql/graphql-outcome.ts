@@ -91,7 +91,16 @@ function storedError(
       }),
     };
   }
-  if (!(error instanceof graphqlLibrary().GraphQLError)) return undefined;
+  if (!(error instanceof graphqlLibrary().GraphQLError)) {
+    // Anything else is asked about as a 500, as on REST: stored (as a plain internal error,
+    // without its message) only when the policy marks it final.
+    if (!options.shouldStore(500, error)) return undefined;
+    return {
+      response: envelope(500, {
+        error: { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } },
+      }),
+    };
+  }
   const { code, http } = error.extensions as { code?: unknown; http?: { status?: unknown } };
   if (typeof code !== 'string' || TRANSIENT_CODES.has(code) || code.startsWith('IDEMPOTENCY_'))
     return undefined;

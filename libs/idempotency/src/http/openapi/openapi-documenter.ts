@@ -154,7 +154,10 @@ export class OpenApiDocumenter implements OnModuleInit {
       }),
     ];
     // The route's own 500, if it documents one, says more about its handler than ours would.
-    if (!documentsStatus(descriptor, 500)) {
+    const own500 =
+      documentsStatus(descriptor.value as object, 500) ||
+      documentsStatus(prototype.constructor, 500);
+    if (!own500) {
       decorators.push(
         swagger.ApiResponse(
           problemResponse(
@@ -175,11 +178,12 @@ export class OpenApiDocumenter implements OnModuleInit {
   }
 }
 
-// Where @nestjs/swagger keeps a handler's `@ApiResponse()`s, by status.
+// Where @nestjs/swagger keeps the `@ApiResponse()`s of a handler, or of a controller, by status.
 const API_RESPONSE_METADATA = 'swagger/apiResponse';
 
-function documentsStatus(descriptor: PropertyDescriptor, status: number): boolean {
-  const responses = Reflect.getMetadata(API_RESPONSE_METADATA, descriptor.value as object) as
+/** Whether a handler, or a controller for all its handlers, documents `status` itself. */
+function documentsStatus(target: object, status: number): boolean {
+  const responses = Reflect.getMetadata(API_RESPONSE_METADATA, target) as
     Record<string, unknown> | undefined;
   return responses !== undefined && String(status) in responses;
 }

@@ -135,12 +135,12 @@ export class LeasedPhases extends IdempotentPhases {
     if (this.context.startedSteps.includes(name)) {
       const found = await this.settleUncertain(name, options.reconcile);
       if (found) return this.remember(name, found.value) as T;
-      // Started already: the start stays recorded, no statement needed to call again.
-    } else {
-      const { leases, id, owner, leaseSeconds } = this.context;
-      if (!(await leases.recordStepStart(id, owner, name, leaseSeconds)))
-        throw new LeaseLostError(name);
     }
+    // Fenced and renewing the lease, right before the call, on an uncertain step too: an
+    // attempt that lost its lease while it reconciled must not call after its successor.
+    const { leases, id, owner, leaseSeconds } = this.context;
+    if (!(await leases.recordStepStart(id, owner, name, leaseSeconds)))
+      throw new LeaseLostError(name);
     const value = toJson(await work());
     await this.record(name, value);
     return this.remember(name, value) as T;

@@ -103,7 +103,8 @@ describe('lease statements', () => {
 describe('recordStepStartStatement', () => {
   it('appends the step to the started ones and renews the lease, fenced by the owner', () => {
     const statement = recordStepStartStatement(id, owner, 'charge', 30);
-    expect(statement.text).toContain('SET started_steps = array_append(started_steps, $5::text)');
+    // Once: the start is sent again before a call on an uncertain step, to renew the lease.
+    expect(statement.text).toContain('ELSE array_append(started_steps, $5::text) END');
     expect(statement.text).toContain('locked_until = now() + make_interval(secs => $6)');
     expect(statement.text).toContain(fenced);
     expect(statement.text).toMatch(/SELECT count\(\*\)::integer AS updated FROM changed$/);

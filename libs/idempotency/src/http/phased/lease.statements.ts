@@ -146,7 +146,9 @@ export function recordStepStartStatement(
   return {
     text: countingUpdated(
       `UPDATE idempotency_keys
-          SET started_steps = array_append(started_steps, $5::text),
+          SET started_steps = CASE WHEN $5::text = ANY(coalesce(started_steps, '{}'))
+                                   THEN started_steps
+                                   ELSE array_append(started_steps, $5::text) END,
               locked_until = now() + make_interval(secs => $6), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),

@@ -51,7 +51,7 @@ export class RecordSealer {
       sealedWith,
       envelope: this.cipher.seal(
         Buffer.concat([length, headers, response.body]),
-        responseContext(id),
+        responseContext(id, response.statusCode),
       ),
     };
   }
@@ -69,7 +69,7 @@ export class RecordSealer {
     }
     let plaintext: Buffer;
     try {
-      plaintext = this.cipher.open(recorded.envelope, responseContext(id));
+      plaintext = this.cipher.open(recorded.envelope, responseContext(id, recorded.statusCode));
     } catch (error) {
       this.unreadable(id, 'the response', error);
     }
@@ -123,9 +123,11 @@ export class RecordSealer {
   }
 }
 
-// The associated data: JSON arrays, so no tenant, scope or key can pass for another's.
-function responseContext(id: KeyId): string {
-  return JSON.stringify(['response', id.tenantId, id.scope, id.key]);
+// The associated data: JSON arrays, so no tenant, scope or key can pass for another's. The
+// status code stays a plain column (the row's state reads it), so it is bound in here: a 422
+// edited into a 201 does not open.
+function responseContext(id: KeyId, statusCode: number): string {
+  return JSON.stringify(['response', id.tenantId, id.scope, id.key, statusCode]);
 }
 
 function stepContext(id: KeyId, step: string): string {

@@ -28,7 +28,9 @@ export class GuardedRequest {
   ): GuardedRequest | undefined {
     const action = request.route.writeGuard ?? options.writeGuard;
     if (action === 'off') return undefined;
-    return new GuardedRequest(request.id.scope, request.route.phased ? 'phased' : 'atomic', action);
+    // The scope events carry: a GraphQL field's record scope ends in its client-chosen alias.
+    const scope = request.eventScope ?? request.id.scope;
+    return new GuardedRequest(scope, request.route.phased ? 'phased' : 'atomic', action);
   }
 
   /** The guard of the handler running in this async context, if any. */
