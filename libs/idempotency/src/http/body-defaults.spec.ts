@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { Body, Controller, Post } from '@nestjs/common';
+import { plainToInstance, Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString } from 'class-validator';
 import fc from 'fast-check';
 import { bodyWithDefaults } from './body-defaults';
-import { MAX_BODY_DEPTH, requestFingerprint } from './fingerprint';
+import { canonicalJson, MAX_BODY_DEPTH, requestFingerprint } from './fingerprint';
 import { IdempotencyProblemType, IdempotencyRejection } from './idempotency.errors';
 
 class CreateThing {
@@ -202,5 +204,99 @@ describe('bodyWithDefaults', () => {
     expect(withDefaults(raw, 'raw')).toBe(raw);
     expect(withDefaults([1, 2])).toEqual([1, 2]);
     expect(withDefaults(undefined)).toBeUndefined();
+  });
+
+  describe('the same JSON as class-transformer gives, the short way or the long', () => {
+    class Plain {
+      @IsString()
+      customerId!: string;
+
+      @IsInt()
+      amountCents!: number;
+
+      @IsOptional()
+      @IsString()
+      currency: string = 'usd';
+
+      options: { gift: boolean; tags: string[] } = { gift: false, tags: [] };
+    }
+    class Line {
+      sku!: string;
+      quantity: number = 1;
+    }
+    /** class-transformer has work here: a nested type with its own defaults. */
+    class WithLines {
+      @Type(() => Line)
+      lines: Line[] = [];
+
+      note: string = 'none';
+    }
+    /** A method a body key may name: class-transformer leaves such keys out. */
+    class WithMethod {
+      name: string = 'x';
+
+      total(): number {
+        return 0;
+      }
+    }
+
+    @Controller()
+    class Routes {
+      @Post('plain')
+      plain(@Body() body: Plain) {
+        return body;
+      }
+
+      @Post('lines')
+      lines(@Body() body: WithLines) {
+        return body;
+      }
+
+      @Post('method')
+      method(@Body() body: WithMethod) {
+        return body;
+      }
+    }
+    const routes = new Routes();
+    const keyName = fc.oneof(
+      fc.constantFrom('customerId', 'amountCents', 'currency', 'options', 'lines', 'note'),
+      fc.constantFrom('name', 'total', 'constructor', 'sku', 'quantity'),
+      fc.string({ maxLength: 6 }),
+    );
+    const { value } = fc.letrec<{ value: unknown }>((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('value'), { maxLength: 3 }),
+        fc.dictionary(keyName, tie('value'), { maxKeys: 4 }),
+      ),
+    }));
+    const body = fc
+      .dictionary(keyName, value, { maxKeys: 6 })
+      // JSON's own objects: what a parsed request body is (own `constructor` keys included).
+      .map((object) => JSON.parse(JSON.stringify(object)) as Record<string, unknown>);
+
+    it.each([
+      ['plain', Plain],
+      ['lines', WithLines],
+      ['method', WithMethod],
+    ] as const)('%s', (route, type) => {
+      fc.assert(
+        fc.property(body, (sent) => {
+          let expected: string;
+          try {
+            expected = canonicalJson(plainToInstance(type as new () => object, sent));
+          } catch {
+            // A body class-transformer trips on is fingerprinted as sent.
+            expected = canonicalJson(sent);
+          }
+          const handler = routes[route] as never;
+          expect(canonicalJson(bodyWithDefaults(routes, handler, sent))).toBe(expected);
+        }),
+        { numRuns: 300 },
+      );
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { assertFingerprintable, MAX_BODY_DEPTH } from './fingerprint';
+import { assertFingerprintable, CONSTRUCTOR_KEY, MAX_BODY_DEPTH, PROTO_KEY } from './fingerprint';
 
 // Nest's metadata for `@Body()` parameters (stable since Nest 6, not re-exported from the
 // package root; deep imports would break on Nest 12's ESM export map).
@@ -32,6 +32,87 @@ function bodyType(controller: object, handler: Handler): ClassType | null {
   }
   bodyTypes.set(handler, found);
   return found;
+}
+
+/**
+ * class-transformer's metadata store (`class-transformer/cjs/storage`), read to learn whether
+ * a DTO has any of its decorators. Loaded on first use; undefined when its layout is not the
+ * one this check knows (another version), which sends every body through class-transformer.
+ */
+interface MetadataStore {
+  _typeMetadatas: Map<unknown, unknown>;
+  _transformMetadatas: Map<unknown, unknown>;
+  _exposeMetadatas: Map<unknown, unknown>;
+  _excludeMetadatas: Map<unknown, unknown>;
+}
+
+let metadataStore: MetadataStore | null | undefined;
+
+function classTransformerMetadata(): MetadataStore | null {
+  if (metadataStore !== undefined) return metadataStore;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a file of the package, not an entry point
+    const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as {
+      defaultMetadataStorage?: Partial<MetadataStore>;
+    };
+    const maps = [
+      defaultMetadataStorage?._typeMetadatas,
+      defaultMetadataStorage?._transformMetadatas,
+      defaultMetadataStorage?._exposeMetadatas,
+      defaultMetadataStorage?._excludeMetadatas,
+    ];
+    metadataStore = maps.every((map) => map instanceof Map)
+      ? (defaultMetadataStorage as MetadataStore)
+      : null;
+  } catch {
+    metadataStore = null;
+  }
+  return metadataStore;
+}
+
+const plainDtos = new WeakMap<ClassType, boolean>();
+
+/**
+ * Whether `plainToInstance(type, body)` of a JSON body is the DTO's defaults with the body's
+ * values assigned over them: no `@Type`, `@Transform`, `@Expose` or `@Exclude` on the class or
+ * its ancestors, no method or accessor a body key could name, no function-valued default.
+ * Found once per class.
+ */
+function isPlainDto(type: ClassType): boolean {
+  const known = plainDtos.get(type);
+  if (known !== undefined) return known;
+  let plain = false;
+  const store = classTransformerMetadata();
+  if (store) {
+    plain = true;
+    for (
+      let target: unknown = type;
+      typeof target === 'function' && target !== Function.prototype;
+      target = Object.getPrototypeOf(target)
+    ) {
+      const prototype = (target as { prototype?: object }).prototype;
+      const ownNames = prototype ? Object.getOwnPropertyNames(prototype) : [];
+      if (
+        store._typeMetadatas.has(target) ||
+        store._transformMetadatas.has(target) ||
+        store._exposeMetadatas.has(target) ||
+        store._excludeMetadatas.has(target) ||
+        ownNames.some((name) => name !== 'constructor')
+      ) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain) {
+      try {
+        plain = Object.values(new type()).every((value) => typeof value !== 'function');
+      } catch {
+        plain = false;
+      }
+    }
+  }
+  plainDtos.set(type, plain);
+  return plain;
 }
 
 /**
@@ -82,8 +163,23 @@ function waitForNextMillisecond(): void {
 export function bodyWithDefaults(controller: object, handler: Handler, body: unknown): unknown {
   const type = bodyType(controller, handler);
   if (!type || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  if (assertFingerprintable(body, MAX_BODY_DEPTH)) return body;
-  const withDefaults = plainToInstance(type, body) as Record<string, unknown>;
+  const keys = assertFingerprintable(body, MAX_BODY_DEPTH);
+  if (keys & PROTO_KEY) return body;
+  // A DTO class-transformer has nothing to do for (no decorators of its, no methods) turns a
+  // JSON body into its defaults with the body's own values over them: the same JSON, without
+  // the copy. A `constructor` key, which class-transformer drops, takes the long way.
+  let withDefaults: Record<string, unknown>;
+  if (!(keys & CONSTRUCTOR_KEY) && isPlainDto(type)) {
+    withDefaults = Object.assign(new type(), body) as Record<string, unknown>;
+  } else {
+    try {
+      withDefaults = plainToInstance(type, body) as Record<string, unknown>;
+    } catch {
+      // class-transformer trips on some bodies (a nested `constructor` key holding a string):
+      // such a body is fingerprinted as sent, as one with `__proto__` is.
+      return body;
+    }
+  }
   for (const field of unstableDefaultsOf(type)) {
     if (!(field in body)) delete withDefaults[field];
   }

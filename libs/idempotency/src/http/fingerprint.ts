@@ -20,14 +20,19 @@ export interface FingerprintInput {
   headers?: Record<string, string | undefined>;
 }
 
+/** Keys `assertFingerprintable` reports, as bits: class-transformer drops both kinds. */
+export const PROTO_KEY = 1;
+export const CONSTRUCTOR_KEY = 2;
+
 /**
  * Walks `root` as `canonicalize` will serialise it, without recursion, and throws the 400
  * rejection at the first level past `maxDepth` or the first NaN or infinity (a literal such as
- * `1e400` that JSON.parse overflowed: RFC 8785 has no form for it). Returns whether an object on
- * the way has an own `__proto__` key.
+ * `1e400` that JSON.parse overflowed: RFC 8785 has no form for it). Returns which of an own
+ * `__proto__` key (`PROTO_KEY`) and an own `constructor` key (`CONSTRUCTOR_KEY`) an object on
+ * the way has, as bits.
  */
-export function assertFingerprintable(root: unknown, maxDepth: number): boolean {
-  let protoKey = false;
+export function assertFingerprintable(root: unknown, maxDepth: number): number {
+  let keys = 0;
   // Containers still to visit, and their levels (the root container is level 1). Scalars are
   // checked where they are met and never queued: most of a body is scalars.
   const pending: object[] = [];
@@ -42,12 +47,13 @@ export function assertFingerprintable(root: unknown, maxDepth: number): boolean 
     } else {
       const object = value as Record<string, unknown>;
       for (const key of Object.keys(object)) {
-        if (key === '__proto__') protoKey = true;
+        if (key === '__proto__') keys |= PROTO_KEY;
+        else if (key === 'constructor') keys |= CONSTRUCTOR_KEY;
         visit(object[key], level + 1, pending, levels);
       }
     }
   }
-  return protoKey;
+  return keys;
 }
 
 function visit(value: unknown, level: number, pending: object[], levels: number[]): void {
