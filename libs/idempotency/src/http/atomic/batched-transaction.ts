@@ -105,7 +105,10 @@ export class BatchedTransaction {
         void queryRunner
           .rollbackTransaction()
           .catch((error: unknown) => logger.warn(`ROLLBACK failed: ${String(error)}`))
-          .finally(() => queryRunner.release());
+          .then(() => queryRunner.release())
+          .catch((error: unknown) =>
+            logger.warn(`releasing the connection failed: ${String(error)}`),
+          );
         return result;
       }
       await queryRunner.commitTransaction();
