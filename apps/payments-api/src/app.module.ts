@@ -89,7 +89,10 @@ export class AppModule {
         { provide: APP_CONFIG, useValue: config },
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
-        { provide: APP_INTERCEPTOR, useClass: CrashAfterCommitInterceptor },
+        // Only with DEMO_FAULTS=1: with faults off, no request pays for the hook.
+        ...(config.demoFaults
+          ? [{ provide: APP_INTERCEPTOR, useClass: CrashAfterCommitInterceptor }]
+          : []),
         {
           provide: APP_PIPE,
           useValue: new ValidationPipe({
