@@ -18,8 +18,10 @@ declare module 'autocannon' {
       url: string;
       connections: number;
       pipelining: number;
-      /** Seconds. */
-      duration: number;
+      /** Seconds; without it, `amount` requests are sent. */
+      duration?: number;
+      /** Requests to send, instead of a duration. */
+      amount?: number;
       /** Seconds before a request counts as a timeout (an error). */
       timeout?: number;
       requests: Request[];

@@ -21,7 +21,10 @@ export interface ScenarioRun {
 
 export interface RunSettings {
   connections: number;
+  /** How long to run; ignored when `amount` is given. */
   durationSeconds: number;
+  /** Run exactly this many requests instead, however long they take. */
+  amount?: number;
 }
 
 /**
@@ -46,7 +49,9 @@ export async function runScenario(
         url: demo.url,
         connections: settings.connections,
         pipelining: 1,
-        duration: settings.durationSeconds,
+        ...(settings.amount === undefined
+          ? { duration: settings.durationSeconds }
+          : { amount: settings.amount }),
         timeout: 10,
         requests: [scenario.request(run)],
       },
