@@ -1,7 +1,8 @@
 import { childKey } from 'nestjs-pg-idempotency';
 import { AppProcess } from './support/app-process';
 import { TestDatabase } from './support/database';
-import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from './support/http';
+import { ACME, uniqueKey } from './support/http';
+import { newOrder as createOrder, pay as postPayment } from './support/payments';
 import { providerCharges } from './support/provider';
 import { databaseUrl } from './support/test-app';
 
@@ -27,31 +28,9 @@ describe('POST /v1/payments (phased, real processes, provider stub)', () => {
     await db.close();
   });
 
-  async function newOrder(): Promise<string> {
-    const res = await postRaw(
-      app.url,
-      '/v1/orders',
-      JSON.stringify({ customerId: uniqueCustomer(), amountCents: 5000 }),
-      {
-        authorization: ACME.authorization,
-        'idempotency-key': uniqueKey(),
-      },
-    );
-    expect(res.status).toBe(201);
-    return JSON.parse(res.text).id;
-  }
-
-  const pay = (
-    key: string,
-    orderId: string,
-    amountCents: number,
-    fault?: string,
-  ): Promise<RawResponse> =>
-    postRaw(app.url, '/v1/payments', JSON.stringify({ orderId, amountCents }), {
-      authorization: ACME.authorization,
-      'idempotency-key': key,
-      ...(fault ? { 'x-demo-fault': fault } : {}),
-    });
+  const newOrder = () => createOrder(app.url);
+  const pay = (key: string, orderId: string, amountCents: number, fault?: string) =>
+    postPayment(app.url, key, orderId, amountCents, fault);
 
   const keyRow = async (key: string) =>
     (
