@@ -7,7 +7,6 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import type { ClassTransformOptions } from 'class-transformer';
 import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
@@ -48,9 +47,6 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 const RUNNING = new WeakSet<object>();
 
-// Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
-const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
-
 /**
  * The request flow of an `@Idempotent()` route: read the key, the tenant and the fingerprint,
  * hand the request to its mode (atomic or phased), and send what it decided. No SQL here.
@@ -58,10 +54,6 @@ const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
-  private readonly serializeOptionsOf = new WeakMap<
-    object,
-    WeakMap<object, ClassTransformOptions | null>
-  >();
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -283,7 +275,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       context,
       next,
       route,
-      serializeOptions: this.serializeOptions(context),
+      serializeOptions: route.serializeOptions,
       id: { tenantId, scope, key },
       requestHash,
       // A hash for log lines and onReplay: computed when one of them asks.
@@ -291,24 +283,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return (label ??= keyLabel(tenantId, scope, key));
       },
     };
-  }
-
-  /** The route's `@SerializeOptions()`, read once per (controller, handler): metadata is fixed. */
-  private serializeOptions(context: ExecutionContext): ClassTransformOptions | undefined {
-    const controller = context.getClass();
-    const handler = context.getHandler();
-    let byHandler = this.serializeOptionsOf.get(controller);
-    if (!byHandler) this.serializeOptionsOf.set(controller, (byHandler = new WeakMap()));
-    let options = byHandler.get(handler);
-    if (options === undefined) {
-      options =
-        this.reflector.getAllAndOverride<ClassTransformOptions | undefined>(
-          CLASS_SERIALIZER_OPTIONS,
-          [handler, controller],
-        ) ?? null;
-      byHandler.set(handler, options);
-    }
-    return options ?? undefined;
   }
 
   private async replay(

@@ -1,11 +1,19 @@
 import type { Reflector } from '@nestjs/core';
+import type { ClassTransformOptions } from 'class-transformer';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
 import type { IdempotentOptions } from './idempotency.options';
 
-/** A route's `@Idempotent()` options, the method's merged over the class's. */
+// Where `@SerializeOptions()` keeps its options (Nest's ClassSerializerInterceptor reads it too).
+const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
+
+/**
+ * A route's `@Idempotent()` options, the method's merged over the class's, and its
+ * `@SerializeOptions()` (for class instances the handler returns).
+ */
 export interface RouteOptions extends IdempotentOptions {
   required: boolean;
   phased: boolean;
+  serializeOptions?: ClassTransformOptions;
 }
 
 type Handler = (...args: never[]) => unknown;
@@ -31,6 +39,12 @@ export function routeOptions(
       reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, controller as never),
       reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, handler),
     );
+    if (options) {
+      options.serializeOptions = reflector.getAllAndOverride<ClassTransformOptions | undefined>(
+        CLASS_SERIALIZER_OPTIONS,
+        [handler, controller as never],
+      );
+    }
     byHandler.set(handler, options);
   }
   return options ?? undefined;

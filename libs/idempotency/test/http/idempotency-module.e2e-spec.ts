@@ -404,6 +404,27 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
     expect(row.response_body.toString('utf8')).not.toContain('SECRET');
     expect(await effects(dataSource, t)).toEqual(['account']);
   });
+
+  it("applies the route's @SerializeOptions() to what it stores and sends, first time and on replay", async () => {
+    const k = key();
+    const t = tag();
+    const post = () =>
+      request(app.getHttpServer())
+        .post('/account-serialized')
+        .set('idempotency-key', k)
+        .send({ tag: t });
+    const first = await post().expect(201);
+    const replay = await post().expect(201);
+
+    expect(first.body).toEqual({ data: { id: expect.any(Number) } });
+    expect(replay.text).toBe(first.text);
+    const [row] = await dataSource.query(
+      'SELECT response_body FROM idempotency_keys WHERE idem_key = $1',
+      [k],
+    );
+    expect(row.response_body.toString('utf8')).not.toContain('@example.com');
+    expect(await effects(dataSource, t)).toEqual(['account-serialized']);
+  });
 });
 
 describe('IdempotencyModule events when an onReplay hook throws', () => {

@@ -11,6 +11,7 @@ import {
   Post,
   Query,
   Res,
+  SerializeOptions,
   UnprocessableEntityException,
   ValidationPipe,
 } from '@nestjs/common';
@@ -220,6 +221,15 @@ export class LibraryTestController {
   @Idempotent()
   async account(@Body() body: ThingDto) {
     const id = await this.effects.record('account', body.tag);
+    return new Account(id, `${body.tag}@example.com`, 'SECRET-HASH');
+  }
+
+  /** `@SerializeOptions()` on the route: its fields with the prefix are neither stored nor sent. */
+  @Post('account-serialized')
+  @SerializeOptions({ excludePrefixes: ['email'] })
+  @Idempotent()
+  async accountSerialized(@Body() body: ThingDto) {
+    const id = await this.effects.record('account-serialized', body.tag);
     return new Account(id, `${body.tag}@example.com`, 'SECRET-HASH');
   }
 
