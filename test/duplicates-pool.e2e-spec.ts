@@ -35,11 +35,18 @@ describe('duplicates of a slow request in one process', () => {
       ...headers,
     });
 
-  /** The app's connections waiting on a lock, and its connections in all, as PostgreSQL sees them. */
-  const connections = async () => {
+  /**
+   * Connections waiting on a lock in a statement about `key` (the claim carries it as a literal),
+   * and the database's connections in all, as PostgreSQL sees them. Other suites share the
+   * database: their own lock waits, at the same moment, are not this test's business.
+   */
+  const connections = async (key: string) => {
     const [row] = await db.query<{ waiting: number; total: number }>(
-      `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock')::int AS waiting, count(*)::int AS total
+      `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0)::int
+                AS waiting,
+              count(*)::int AS total
          FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      [key],
     );
     return row;
   };
@@ -52,7 +59,7 @@ describe('duplicates of a slow request in one process', () => {
     await new Promise((resolve) => setTimeout(resolve, 300)); // the holder has claimed the key
     const duplicates = Array.from({ length: DUPLICATES }, () => create(sharedKey, sharedCustomer));
     await new Promise((resolve) => setTimeout(resolve, 200)); // the duplicates are all waiting
-    const during = await connections();
+    const during = await connections(sharedKey);
 
     const freshCustomers = Array.from({ length: FRESH }, () => uniqueCustomer());
     const fresh = await Promise.all(
@@ -68,7 +75,7 @@ describe('duplicates of a slow request in one process', () => {
     console.log(
       `fresh creates answered after ${Math.min(...fresh.map((f) => f.answeredAfterMs))}` +
         `-${Math.max(...fresh.map((f) => f.answeredAfterMs))} ms, the key holder after ${holderAnsweredAfterMs} ms; ` +
-        `while the duplicates waited: ${during.total} connections of the app, ${during.waiting} in a lock wait`,
+        `while the duplicates waited: ${during.total} connections of the database, ${during.waiting} in a lock wait on the shared key`,
     );
     for (const { response, answeredAfterMs } of fresh) {
       expect(response.status).toBe(201);
