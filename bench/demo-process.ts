@@ -75,14 +75,18 @@ export class DemoProcess {
     return (await response.json()) as BenchStats;
   }
 
-  /** The counters once no request is running any more, so a round's round trips are complete. */
+  /**
+   * The counters once no request holds a connection any more, three readings in a row, so a
+   * round's round trips are complete (a request between two of its statements holds one).
+   */
   async settledStats(authorization: string): Promise<BenchStats> {
     const deadline = Date.now() + 10_000;
-    for (;;) {
+    for (let idleReadings = 0; ;) {
       const stats = await this.stats(authorization);
-      if (stats.inFlight === 0) return stats;
+      idleReadings = stats.busyConnections === 0 ? idleReadings + 1 : 0;
+      if (idleReadings === 3) return stats;
       if (Date.now() > deadline)
-        throw new Error(`${stats.inFlight} requests still running after 10 s`);
+        throw new Error(`${stats.busyConnections} connections still busy after 10 s`);
       await sleep(20);
     }
   }

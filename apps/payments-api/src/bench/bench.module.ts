@@ -1,12 +1,10 @@
 import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { OrdersController } from '../orders/orders.controller';
 import { OrdersModule } from '../orders/orders.module';
 import { BenchBareController } from './bench-bare.controller';
 import { BenchOrdersController } from './bench-orders.controller';
 import { BenchStatsController } from './bench-stats.controller';
 import { BenchStatsService } from './bench-stats.service';
-import { CountRequestsInterceptor } from './count-requests.interceptor';
 
 /**
  * Routes for `npm run bench`, registered only with `BENCH_ROUTES=1`: the baseline twin of
@@ -16,10 +14,6 @@ import { CountRequestsInterceptor } from './count-requests.interceptor';
   imports: [OrdersModule],
   controllers: [BenchOrdersController, BenchBareController, BenchStatsController],
   // The orders controller as a plain provider: the twin calls its handler, not its route.
-  providers: [
-    OrdersController,
-    BenchStatsService,
-    { provide: APP_INTERCEPTOR, useClass: CountRequestsInterceptor },
-  ],
+  providers: [OrdersController, BenchStatsService],
 })
 export class BenchModule {}

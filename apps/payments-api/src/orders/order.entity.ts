@@ -30,11 +30,14 @@ export class Order {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
-  /** Sum of the order-payments messages applied to this order; bigint, read back as a number. */
+  /**
+   * Sum of the order-payments messages applied to this order; bigint, read back as a number.
+   * Its default (0) lives in the migration only: a column TypeORM knows a default of comes back
+   * from `insert()`'s RETURNING untransformed (the string "0").
+   */
   @Column({
     name: 'paid_cents',
     type: 'bigint',
-    default: 0,
     transformer: { to: (v: number) => v, from: Number },
   })
   paidCents: number;

@@ -26,19 +26,20 @@ export class OrdersService {
   }
 
   async create(tenantId: string, dto: CreateOrderDto): Promise<Order> {
-    let order: Order;
+    const order = this.orders.create({
+      tenantId,
+      customerId: dto.customerId,
+      amountCents: dto.amountCents,
+      currency: dto.currency ?? 'usd',
+      reference: dto.reference ?? null,
+      status: 'pending',
+      paidCents: 0,
+    });
     try {
-      order = await this.orders.save(
-        this.orders.create({
-          tenantId,
-          customerId: dto.customerId,
-          amountCents: dto.amountCents,
-          currency: dto.currency ?? 'usd',
-          reference: dto.reference ?? null,
-          status: 'pending',
-          paidCents: 0,
-        }),
-      );
+      // insert(), not save(): one INSERT ... RETURNING that fills in the id and created_at. A
+      // save() would also open a transaction of its own where none is active (three round trips
+      // for one statement) and diff the entity against nothing.
+      await this.orders.insert(order);
     } catch (error) {
       if (
         error instanceof QueryFailedError &&
