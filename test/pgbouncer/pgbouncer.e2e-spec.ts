@@ -419,7 +419,7 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
           (await order(urls[0], uniqueKey(), { customerId: uniqueCustomer(), amountCents: 100 }))
             .status,
         ).toBe(201);
-        await bouncer.admin('RECONNECT');
+        await bouncer.reconnect();
         const customerId = uniqueCustomer();
         expect((await order(urls[0], uniqueKey(), { customerId, amountCents: 100 })).status).toBe(
           201,

@@ -58,6 +58,8 @@ export function describeWithPgBouncer(name: string, suite: () => void): void {
 export interface PgBouncerSettings {
   /** Server connections per database and user: fewer than the app's pool, so sessions change hands. */
   poolSize: number;
+  /** After a failed server login, how long PgBouncer opens no server connection (its default: 15). */
+  serverLoginRetrySeconds?: number;
 }
 
 /** One statistics row of `SHOW STATS` (the counters this suite reads). */
@@ -114,6 +116,9 @@ export class PgBouncer {
         `admin_users = ${user}`,
         'pool_mode = transaction',
         `default_pool_size = ${settings.poolSize}`,
+        ...(settings.serverLoginRetrySeconds === undefined
+          ? []
+          : [`server_login_retry = ${settings.serverLoginRetrySeconds}`]),
         'max_client_conn = 200',
         'ignore_startup_parameters = extra_float_digits',
         'logfile =',
@@ -161,6 +166,31 @@ export class PgBouncer {
     } finally {
       await client.end();
     }
+  }
+
+  /**
+   * `RECONNECT`: every server session is closed as it comes free, so each connection's next
+   * transaction gets a new one. Sent once no server connection is logging in: PgBouncer drops
+   * those at once and takes that for a failed login, and then refuses every client that finds no
+   * server (FATAL 08P01 "server login has been failing") and opens none for `server_login_retry`
+   * (15 s). Such a connection is left over from a burst of requests (PgBouncer opens one at a
+   * time for its waiting clients, and finishes it after they were served); nothing else starts
+   * one while the test waits.
+   */
+  async reconnect(): Promise<void> {
+    const database = this.server.pathname.slice(1);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const pools = await this.admin<{ database: string; sv_login: string }>('SHOW POOLS');
+      const loggingIn = pools
+        .filter((pool) => pool.database === database)
+        .reduce((sum, pool) => sum + Number(pool.sv_login), 0);
+      if (loggingIn === 0) break;
+      if (Date.now() > deadline)
+        throw new Error(`PgBouncer: ${loggingIn} server connection(s) still logging in after 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await this.admin('RECONNECT');
   }
 
   /** The database's counters since start: transactions and queries (round trips) pooled. */

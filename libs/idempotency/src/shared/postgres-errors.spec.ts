@@ -21,6 +21,21 @@ describe('isDatabaseUnavailable', () => {
     ['the server starting up (57P03)', withCode('57P03', 'the database system is starting up')],
     ['too many connections (53300)', withCode('53300')],
     ['a connection exception (class 08)', withCode('08006')],
+    [
+      "PgBouncer's refusal (FATAL 08P01: server login failing)",
+      Object.assign(
+        withCode('08P01', 'server login has been failing, try again later (server_login_retry)'),
+        { severity: 'FATAL' },
+      ),
+    ],
+    [
+      'TypeORM wrapping a PgBouncer refusal',
+      new QueryFailedError(
+        'START TRANSACTION',
+        [],
+        Object.assign(withCode('08P01', 'query_wait_timeout'), { severity: 'FATAL' }),
+      ),
+    ],
     ['TypeORM wrapping one', new QueryFailedError('INSERT', [], withCode('57P01'))],
     [
       "TypeORM's runner released after its connection failed",
@@ -38,6 +53,10 @@ describe('isDatabaseUnavailable', () => {
     [
       'a protocol violation (08P01: a bind with too few parameters)',
       new QueryFailedError('SELECT', [], withCode('08P01')),
+    ],
+    [
+      'a protocol violation of severity ERROR (the session goes on)',
+      Object.assign(withCode('08P01', 'bind message supplies 1 parameters'), { severity: 'ERROR' }),
     ],
     [
       'an HTTP client whose peer refused (fetch)',

@@ -40,8 +40,19 @@ export class ClaimConflictError extends Error {
 /** SQLSTATEs that say the server went away or cannot take the connection, not that the SQL failed. */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
 
-/** Class 08 is the connection's, but 08P01 (protocol_violation) is a statement's bug, e.g. a bind with too few parameters. */
+/**
+ * Class 08 is the connection's, but 08P01 (protocol_violation) is a statement's bug, e.g. a bind
+ * with too few parameters: severity ERROR, and the session goes on.
+ */
 const PROTOCOL_VIOLATION = '08P01';
+
+/**
+ * A FATAL error ends the session. PgBouncer sends every error of its own as FATAL 08P01 and closes
+ * the connection: its server logins failing ("server login has been failing, try again later
+ * (server_login_retry)", for up to 15 s after a RECONNECT caught a login), `query_wait_timeout`,
+ * a server connection lost under the client.
+ */
+const SESSION_ENDED = 'FATAL';
 
 /** Socket errors of a connection that could not be made or was cut. */
 const UNAVAILABLE_SOCKET_CODES = new Set([
@@ -72,7 +83,8 @@ const RELEASED_RUNNER = 'QueryRunnerAlreadyReleasedError';
 /**
  * Whether an error says the database could not be reached, rather than that a statement failed:
  * a refused, reset or cut connection, the server shutting down or starting (SQLSTATE class 08
- * but 08P01, 57P01 to 57P03, 57P05), too many connections (53300), a pool that could not get one
+ * but an ERROR 08P01, 57P01 to 57P03, 57P05), a pooler that closed the connection (PgBouncer's
+ * FATAL 08P01), too many connections (53300), a pool that could not get one
  * in time, or a TypeORM query runner released after its connection failed. Such a failure is
  * transient: nothing was committed unless the COMMIT itself was cut off, and a retry with the
  * same key is answered correctly either way. Looks through TypeORM's `driverError` and an
@@ -86,9 +98,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 function unavailable(error: unknown, depth: number): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;
-  const { name, code, message, driverError, errors, getStatus } = error as {
+  const { name, code, severity, message, driverError, errors, getStatus } = error as {
     name?: unknown;
     code?: unknown;
+    severity?: unknown;
     message?: unknown;
     driverError?: unknown;
     errors?: unknown;
@@ -97,7 +110,9 @@ function unavailable(error: unknown, depth: number): boolean {
   if (typeof getStatus === 'function') return false; // an HttpException: the app's own answer
   if (name === RELEASED_RUNNER) return true;
   if (typeof code === 'string') {
-    if (code.length === 5 && code.startsWith('08') && code !== PROTOCOL_VIOLATION) return true;
+    if (code.length === 5 && code.startsWith('08')) {
+      if (code !== PROTOCOL_VIOLATION || severity === SESSION_ENDED) return true;
+    }
     if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
   }
   if (
