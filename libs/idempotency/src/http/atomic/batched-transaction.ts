@@ -210,7 +210,7 @@ export class BatchedTransaction {
   private forgetPrepared(client: PostgresClient): void {
     if (!this.prepared?.forget(client)) return;
     logger.warn(
-      'prepared statements went missing on 3 connections (SQLSTATE 26000): the server sessions change under ' +
+      'prepared statements went missing 3 times (SQLSTATE 26000): the server sessions change under ' +
         'the pool, as behind PgBouncer in transaction mode. Sending the statements whole from now on; set ' +
         'preparedStatements: false to skip this detection.',
     );

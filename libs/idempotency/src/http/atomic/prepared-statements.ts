@@ -17,8 +17,7 @@ import {
  */
 export class PreparedStatements {
   private readonly byConnection = new WeakMap<object, Map<string, string>>();
-  /** Connections that found their statements gone (SQLSTATE 26000) at least once. */
-  private readonly lostOn = new WeakSet<object>();
+  /** How many times a connection found its statements gone (SQLSTATE 26000). */
   private vanished = 0;
   /** Names whose PREPARE went out in a batch not yet known to have run, per connection. */
   private readonly unconfirmed = new WeakMap<object, Set<string>>();
@@ -72,16 +71,16 @@ export class PreparedStatements {
 
   /**
    * The connection's statements are gone (SQLSTATE 26000): prepare them anew on next use.
-   * Returns true when this was the third connection to lose them: statements are sent whole
-   * from now on.
+   * Returns true when this was the third loss: statements are sent whole from now on.
    */
   forget(connection: object): boolean {
     this.byConnection.delete(connection);
     this.unconfirmed.delete(connection);
-    // Counted once per connection: one handler that runs DEALLOCATE ALL again and again is not
-    // a pooler moving sessions.
-    if (!this.enabled || this.lostOn.has(connection)) return false;
-    this.lostOn.add(connection);
+    // Every loss counts, a connection's repeated ones too: behind a pooler in transaction mode
+    // an app with one busy connection loses them again and again, and would otherwise pay a
+    // refused EXECUTE on most requests for ever. (A handler that runs DEALLOCATE ALL again and
+    // again turns preparing off too: it only costs the planning that preparing saves.)
+    if (!this.enabled) return false;
     this.vanished++;
     return !this.enabled;
   }
@@ -91,7 +90,7 @@ export class PreparedStatements {
  * A connection keeps its server session unless something in between swaps it; `DISCARD ALL`
  * by the app is rare. Three losses mean a pooler in transaction mode, not an accident.
  */
-const GIVE_UP_AFTER_VANISHED = 3; // connections
+const GIVE_UP_AFTER_VANISHED = 3; // losses, on any connections
 
 /** SQLSTATE 26000 invalid_sql_statement_name: EXECUTE of a statement the session does not have. */
 export const UNKNOWN_PREPARED_STATEMENT = '26000';
