@@ -30,6 +30,7 @@ module.exports = {
   },
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
+  setupFiles: ['<rootDir>/test/setup/demo-faults-env.ts'],
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   maxWorkers: 2,
   testTimeout: 60_000,

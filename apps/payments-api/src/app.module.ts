@@ -13,6 +13,7 @@ import { ApiKeyGuard } from './auth/api-key.guard';
 import { EventsModule } from './events/events.module';
 import { BenchModule } from './bench/bench.module';
 import { CrashAfterCommitInterceptor } from './faults/crash-after-commit.interceptor';
+import { HANDLER_FAULT_HOOKS_ATTACHED } from './faults/with-demo-faults.decorator';
 import { HealthController } from './health/health.controller';
 import { DemoMessagingModule } from './messaging/demo-messaging.module';
 import { messagingSettings } from './messaging/messaging.config';
@@ -26,6 +27,12 @@ import { ProblemDetailsFilter } from './problems/problem-details.filter';
 @Module({})
 export class AppModule {
   static register(config: AppConfig): DynamicModule {
+    if (config.demoFaults && !HANDLER_FAULT_HOOKS_ATTACHED) {
+      throw new Error(
+        "demoFaults needs DEMO_FAULTS=1 in the environment before the app is loaded: the routes' " +
+          'fault hooks are attached when their controllers load',
+      );
+    }
     return {
       module: AppModule,
       global: true,
