@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { findFreePort } from '#tools/embedded-postgres';
 import type { BenchStats } from '../apps/payments-api/src/bench/bench-stats.service';
 import { DEMO_MAIN } from './repo-paths';
@@ -38,10 +38,13 @@ export class DemoProcess {
    */
   static async start(
     databaseUrl: string,
+    /**
+     * The CPU to start it on (`taskset`); where this process may run when undefined. Required, so
+     * that no caller forgets it: a demo started without it shared the load generator's CPU.
+     */
+    cpu: number | undefined,
     faults = false,
     settings: NodeJS.ProcessEnv = {},
-    /** The CPU to start it on (`taskset`); anywhere when undefined. */
-    cpu?: number,
   ): Promise<DemoProcess> {
     if (!existsSync(DEMO_MAIN))
       throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
@@ -65,6 +68,7 @@ export class DemoProcess {
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
     await demo.waitUntilHealthy();
+    if (cpu !== undefined) demo.assertRunsOn(cpu);
     return demo;
   }
 
@@ -88,6 +92,15 @@ export class DemoProcess {
       if (Date.now() > deadline)
         throw new Error(`${stats.busyConnections} connections still busy after 10 s`);
       await sleep(20);
+    }
+  }
+
+  /** Checks the CPUs the kernel lets the process run on: a figure taken elsewhere misleads. */
+  private assertRunsOn(cpu: number): void {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1];
+    if (allowed !== String(cpu)) {
+      throw new Error(`the demo process runs on CPUs ${allowed ?? '?'}, not on CPU ${cpu} alone`);
     }
   }
 

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
     const all = scenarios(runId);
     // Every variant's process is up before the first round; only one is under load at a time.
     for (const variant of new Set(all.map((scenario) => scenario.variant))) {
-      demos.set(variant, await DemoProcess.start(database.url, false, variantEnvironment(variant)));
+      demos.set(
+        variant,
+        await DemoProcess.start(database.url, pinning?.demoCpu, false, variantEnvironment(variant)),
+      );
     }
     demo = demos.get('default');
     if (!demo) throw new Error('no scenario runs on the default demo');
@@ -58,7 +61,7 @@ async function main(): Promise<void> {
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
     for (const measured of demos.values()) await measured.stop();
     demos.clear();
-    demo = await DemoProcess.start(database.url, true, {}, pinning?.demoCpu);
+    demo = await DemoProcess.start(database.url, pinning?.demoCpu, true);
     console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
     const problems = invalidities(figures);

@@ -19,12 +19,16 @@ function loadWith(value: string | undefined) {
       const { DemoFaultsInterceptor } =
         require('./demo-faults.interceptor') as typeof import('./demo-faults.interceptor');
       const { AppModule } = require('../app.module') as typeof import('../app.module');
+      const { configFromEnv } = require('../config') as typeof import('../config');
       /* eslint-enable @typescript-eslint/no-require-imports */
       loaded = {
         create: OrdersController.prototype.create,
         DemoFaultsInterceptor,
         register: (demoFaults) =>
-          AppModule.register({ databaseUrl: 'postgres://unused', demoFaults }),
+          AppModule.register({
+            ...configFromEnv({}, 'postgres://unused', 'http://unused'),
+            demoFaults,
+          }),
       };
     });
     return loaded;
