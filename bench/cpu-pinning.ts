@@ -11,9 +11,9 @@ export interface CpuPinning {
 
 /**
  * Pins this process (and so the PostgreSQL it starts and autocannon) to all CPUs but the last,
- * and tells where to start the demo processes: on the last one. Two demo processes started the
- * same way measured up to 1.6 times apart in CPU per request when the scheduler placed them
- * freely beside the load generator; on a CPU of their own they agree within the run's noise.
+ * and tells where to start the demo processes: on the last one, so that the process measured
+ * never shares its CPU with the load generator. Every demo must be started with `demoCpu`
+ * explicitly: a child started without it inherits this process's pinning.
  * Undefined (nothing pinned) without Linux's `taskset` or with a single CPU.
  */
 export function pinCpus(): CpuPinning | undefined {
