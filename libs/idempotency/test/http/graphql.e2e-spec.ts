@@ -28,9 +28,10 @@ import {
   IdempotencyModule,
 } from 'nestjs-pg-idempotency';
 import request from 'supertest';
-import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { libraryInfrastructure } from '../support/library-infrastructure';
 import { migrateTestDatabase } from '../support/migrations';
+import { GuardNote } from './guard-note.entity';
 import { TestDatabase } from '../support/test-database';
 
 @ObjectType()
@@ -43,19 +44,6 @@ class Thing {
 
   @Field(() => Int)
   calls: number;
-}
-
-/** A table the write guard watches (created by the library suites' migrations). */
-@Entity({ name: 'guard_test_notes' })
-class StrayNote {
-  @PrimaryGeneratedColumn()
-  id: number;
-
-  @Column({ type: 'text' })
-  tag: string;
-
-  @Column({ type: 'text' })
-  note: string;
 }
 
 /** Thrown after an effect committed elsewhere: the policy below makes it final. */
@@ -116,7 +104,7 @@ class ThingsResolver {
       `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
       [tag],
     );
-    await this.dataSource.manager.insert(StrayNote, { tag, note: 'stray' });
+    await this.dataSource.manager.insert(GuardNote, { tag, note: 'stray' });
     return { id: 0, tag, calls: 0 };
   }
 
@@ -145,7 +133,7 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
-        ...libraryInfrastructure({ entities: [StrayNote] }),
+        ...libraryInfrastructure({ entities: [GuardNote] }),
         // Without the replay cache, every replay comes from the row.
         IdempotencyModule.forRoot({
           cleanup: false,
@@ -318,13 +306,13 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     }
     expect(events.find((event) => event.type === 'write_outside_transaction')).toMatchObject({
       scope: 'GRAPHQL Mutation.strayThing',
-      entity: 'StrayNote',
+      entity: 'GuardNote',
     });
     expect(JSON.parse(res.text)).toMatchObject({
       data: null,
       errors: [
         {
-          message: expect.stringContaining('StrayNote') as string,
+          message: expect.stringContaining('GuardNote') as string,
           extensions: { code: IdempotencyGraphQLErrorCode.writeOutsideTransaction },
         },
       ],

@@ -15,31 +15,9 @@ import {
   Phases,
 } from 'nestjs-pg-idempotency';
 import request from 'supertest';
-import {
-  Column,
-  DataSource,
-  DeleteDateColumn,
-  Entity,
-  type EntityManager,
-  PrimaryGeneratedColumn,
-  type Repository,
-} from 'typeorm';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import { GuardNote } from './guard-note.entity';
 import { createLibraryApp } from './library-app';
-
-@Entity({ name: 'guard_test_notes' })
-class GuardNote {
-  @PrimaryGeneratedColumn()
-  id: number;
-
-  @Column({ type: 'text' })
-  tag: string;
-
-  @Column({ type: 'text' })
-  note: string;
-
-  @DeleteDateColumn({ name: 'deleted_at', type: 'timestamptz' })
-  deletedAt: Date | null;
-}
 
 class TagDto {
   @IsString()
