@@ -14,8 +14,7 @@ export const WRITE_OUTSIDE_TRANSACTION = 'write-outside-transaction';
 export class WriteOutsideTransactionFault {
   constructor(private readonly dataSource: DataSource) {}
 
-  async saveCopy(fault: string | undefined, order: Order): Promise<void> {
-    if (fault !== WRITE_OUTSIDE_TRANSACTION) return;
+  async saveCopy(order: Order): Promise<void> {
     await this.dataSource.manager.save(Order, {
       tenantId: order.tenantId,
       customerId: order.customerId,

@@ -7,7 +7,10 @@ import { Tenant } from '../auth/tenant.decorator';
 import { OrderEvents } from '../events/order-events';
 import { eventFaultHeaders } from '../faults/demo-faults';
 import { DemoFault, WithDemoFaults } from '../faults/with-demo-faults.decorator';
-import { WriteOutsideTransactionFault } from '../faults/write-outside-transaction.fault';
+import {
+  WRITE_OUTSIDE_TRANSACTION,
+  WriteOutsideTransactionFault,
+} from '../faults/write-outside-transaction.fault';
 import { CreateOrderDto } from './create-order.dto';
 import { ORDER_VIEW_SCHEMA, toOrderView, type OrderView } from './order.view';
 import { OrdersService } from './orders.service';
@@ -40,7 +43,8 @@ export class OrdersController {
     @DemoFault() fault?: string,
   ): Promise<OrderView> {
     const order = await this.orders.create(tenantId, dto);
-    await this.faults.saveCopy(fault, order); // X-Demo-Fault: write-outside-transaction
+    // X-Demo-Fault: write-outside-transaction; checked here, so a request without it waits for nothing.
+    if (fault === WRITE_OUTSIDE_TRANSACTION) await this.faults.saveCopy(order);
     // In the order's transaction: the event exists exactly when the order does.
     await this.events.created(order, eventFaultHeaders(fault));
     this.adapterHost.httpAdapter.setHeader(response, 'Location', `/v1/orders/${order.id}`);

@@ -31,7 +31,7 @@ import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
 import { isDatabaseUnavailable } from '../shared/postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
-import { type Flight, InFlightKeys } from './replay/in-flight-keys';
+import { type Flight, InFlightKeys, type Landing } from './replay/in-flight-keys';
 import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
@@ -113,11 +113,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Runs the flow; a delivered error is thrown only here, past the flow's own error handling. */
   private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
-    return defer(async () => {
-      const delivery = await this.handle(next, route, flow);
-      if ('error' in delivery) throw delivery.error;
-      return delivery.value;
-    });
+    return defer(() => this.handle(next, route, flow).then(unwrapDelivery));
   }
 
   private async handle(
@@ -149,7 +145,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       });
     };
     try {
-      request = await flow.describe();
+      const described = flow.describe();
+      request = described instanceof Promise ? await described : described;
       if (!request)
         return { value: await lastValueFrom(next.handle(), { defaultValue: undefined }) };
       const cached = this.cache.get(request.id);
@@ -163,7 +160,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const joinsTransaction = this.transactions.host.isTransactionActive();
       // A phased claim commits at once, so its duplicates never wait on a row lock.
       const coalesce = !route.phased && !joinsTransaction;
-      const flight = coalesce ? await this.lead(request) : undefined;
+      let flight: Flight | { replay: StoredResponse } | undefined;
+      if (coalesce) {
+        const led = this.lead(request);
+        flight = led instanceof Promise ? await led : led;
+      }
       if (flight && 'replay' in flight) {
         report('replayed', flight.replay.statusCode);
         return await this.replay(flow, request, flight.replay);
@@ -221,30 +222,45 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * `lockTimeoutMs`) while a twin runs: then replays the twin's committed outcome, or leads once
    * the twin released the key. A twin in another process is met by the claim's row lock instead.
    */
-  private async lead(request: IdempotentRequest): Promise<Flight | { replay: StoredResponse }> {
+  private lead(request: IdempotentRequest): Flight | Promise<Flight | { replay: StoredResponse }> {
     const identity = keyIdentity(request.id);
+    const taken = this.inFlight.take(identity);
+    // The usual case, no twin: decided without a promise.
+    return 'flight' in taken ? taken.flight : this.followTwin(request, identity, taken.twin);
+  }
+
+  /** Waits for the running twin to land, and leads once it released the key. */
+  private async followTwin(
+    request: IdempotentRequest,
+    identity: string,
+    twin: Promise<Landing>,
+  ): Promise<Flight | { replay: StoredResponse }> {
     const deadline = performance.now() + this.options.lockTimeoutMs;
-    for (;;) {
-      const taken = this.inFlight.take(identity);
-      if ('flight' in taken) return taken.flight;
-      const landing = await InFlightKeys.waitAtMost(taken.twin, deadline - performance.now());
+    for (let running = twin; ;) {
+      const landing = await InFlightKeys.waitAtMost(running, deadline - performance.now());
       if (!landing) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, true);
       if (landing.committed) {
         if (landing.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
         return { replay: landing.response };
       }
+      const taken = this.inFlight.take(identity);
+      if ('flight' in taken) return taken.flight;
+      running = taken.twin;
     }
   }
 
-  /** The key, tenant and fingerprint; undefined when an optional key is absent. */
-  private async describe(
+  /**
+   * The key, tenant and fingerprint; undefined when an optional key is absent. Synchronous
+   * unless the tenant resolver returns a promise.
+   */
+  private describe(
     context: ExecutionContext,
     next: CallHandler,
     route: RouteOptions,
     request: HttpRequestLike,
     pattern: string,
     scope: string,
-  ): Promise<IdempotentRequest | undefined> {
+  ): IdempotentRequest | undefined | Promise<IdempotentRequest | undefined> {
     const { headerName, maxKeyLength } = this.options;
     const key = parseIdempotencyKey(
       request.headers[headerName.toLowerCase()],
@@ -255,7 +271,35 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (route.required) throw IdempotencyRejection.missingKey(headerName);
       return undefined;
     }
-    const tenantId = (await this.options.tenantResolver(context)) ?? '';
+    const tenant = this.options.tenantResolver(context);
+    // Any thenable: a resolver may return another library's promise.
+    return typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function'
+      ? Promise.resolve(tenant).then((tenantId) =>
+          this.identify(context, next, route, request, pattern, scope, key, tenantId),
+        )
+      : this.identify(
+          context,
+          next,
+          route,
+          request,
+          pattern,
+          scope,
+          key,
+          tenant as string | undefined,
+        );
+  }
+
+  private identify(
+    context: ExecutionContext,
+    next: CallHandler,
+    route: RouteOptions,
+    request: HttpRequestLike,
+    pattern: string,
+    scope: string,
+    key: string,
+    resolvedTenant: string | undefined,
+  ): IdempotentRequest {
+    const tenantId = resolvedTenant ?? '';
     let label: string | undefined;
     const requestHash = requestFingerprint({
       method: request.method,
@@ -326,4 +370,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     return wireBody(stored);
   }
+}
+
+function unwrapDelivery(delivery: Delivery): unknown {
+  if ('error' in delivery) throw delivery.error;
+  return delivery.value;
 }

@@ -17,7 +17,7 @@ export interface RequestFlow {
   /** The scope events carry. */
   readonly eventScope: string;
   /** The key, tenant and fingerprint; undefined when an optional key is absent. */
-  describe(): Promise<IdempotentRequest | undefined>;
+  describe(): IdempotentRequest | undefined | Promise<IdempotentRequest | undefined>;
   /** A recorded outcome, fresh or replayed; `replayHeaders` from `markReplays`/`onReplay`. */
   deliver(stored: StoredResponse, replayHeaders?: Record<string, string>): Delivery;
   /** An answer of the library's own. */

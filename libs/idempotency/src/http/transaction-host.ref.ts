@@ -7,6 +7,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from './atomic/batched-transaction';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
+import { runThen } from '../shared/run-then';
 import { lookUpTransactionHost } from '../shared/transaction-host.lookup';
 
 /** The app's `TransactionHost` for `transactionConnectionName`, found at start-up. */
@@ -69,13 +70,9 @@ export class TransactionHostRef implements OnModuleInit {
    */
   runWith<T>(manager: EntityManager, work: () => Promise<T>): Promise<T> {
     const host = this.host as unknown as AdoptingHost;
-    return ClsServiceManager.getClsService().run({ ifNested: 'inherit' }, async () => {
+    return ClsServiceManager.getClsService().run({ ifNested: 'inherit' }, () => {
       host.setTxInstance(manager);
-      try {
-        return await work();
-      } finally {
-        host.setTxInstance(undefined);
-      }
+      return runThen(work, () => host.setTxInstance(undefined));
     });
   }
 }

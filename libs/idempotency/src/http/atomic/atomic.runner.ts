@@ -26,11 +26,17 @@ import { PreparedStatements } from './prepared-statements';
 
 /** How the transaction around the handler sends the claim and the record. */
 interface ClaimedTransaction {
-  /** The claim's first attempt; the savepoint is taken with it when `savepointTaken`. */
-  firstClaim(): Promise<ClaimResult>;
+  /**
+   * The claim's first attempt; the savepoint is taken with it when `savepointTaken`. A result
+   * that came with START TRANSACTION is handed over as it is, without a promise.
+   */
+  firstClaim(): ClaimResult | Promise<ClaimResult>;
   savepointTaken: boolean;
-  /** Records the response; it commits with the handler's writes, or not at all. */
-  record(response: StoredResponse): Promise<void>;
+  /**
+   * Records the response; it commits with the handler's writes, or not at all. Returns nothing
+   * when the record goes with the COMMIT, so there is nothing to wait for.
+   */
+  record(response: StoredResponse): Promise<void> | undefined;
   /** The claim found the key's committed outcome, having written nothing: no need to commit. */
   foundOutcome?(): void;
 }
@@ -59,21 +65,24 @@ export class AtomicRunner implements IdempotentRunner {
     this.prepared = options.preparedStatements ? new PreparedStatements() : undefined;
   }
 
-  async run(request: IdempotentRequest): Promise<Outcome> {
-    try {
-      return await this.inTransaction(request);
-    } catch (error) {
-      if (error instanceof ClaimConflictError) {
-        this.logger.debug(
-          `key ${request.label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
-        );
-        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
-      }
-      if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
-        this.logger.debug(`key ${request.label} released after a transient failure`);
-      }
-      throw error;
+  run(request: IdempotentRequest): Promise<Outcome> {
+    return this.inTransaction(request).catch((error: unknown) => {
+      throw this.failure(request, error);
+    });
+  }
+
+  /** What a failed run means to the caller: a lost race is a 409, the rest goes on as it is. */
+  private failure(request: IdempotentRequest, error: unknown): unknown {
+    if (error instanceof ClaimConflictError) {
+      this.logger.debug(
+        `key ${request.label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
+      );
+      return IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
     }
+    if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
+      this.logger.debug(`key ${request.label} released after a transient failure`);
+    }
+    return error;
   }
 
   private inTransaction(request: IdempotentRequest): Promise<Outcome> {
@@ -107,7 +116,7 @@ export class AtomicRunner implements IdempotentRunner {
       (transaction, [claimRows]) =>
         this.transactions.runWith(transaction.manager, () =>
           this.execute(request, claimStarted, {
-            firstClaim: () => Promise.resolve(claimResultFrom(claimRows ?? [])),
+            firstClaim: () => claimResultFrom(claimRows ?? []),
             savepointTaken: true,
             // Sealed here, in JS; sent with the COMMIT, in the same round trip.
             record: (response) => {
@@ -115,7 +124,7 @@ export class AtomicRunner implements IdempotentRunner {
                 [recordStatement(id, this.sealer.sealResponse(id, response))],
                 recordFailure,
               );
-              return Promise.resolve();
+              return undefined;
             },
             foundOutcome: () => transaction.endWithoutWaiting(),
           }),
@@ -129,7 +138,12 @@ export class AtomicRunner implements IdempotentRunner {
     transaction: ClaimedTransaction,
   ): Promise<Outcome> {
     const { id } = request;
-    const claim = await this.claim(request, transaction);
+    const first = transaction.firstClaim();
+    // The usual case, the key claimed by the statement sent with START TRANSACTION: no await.
+    const claim =
+      first instanceof Promise || !first.claimed
+        ? await this.claim(request, transaction, first)
+        : { generation: first.generation, savepointTaken: transaction.savepointTaken };
     if ('response' in claim) return { kind: 'replayed', ...claim };
     // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
     bindCurrentOperation({ kind: 'request', ...id, generation: claim.generation });
@@ -144,7 +158,8 @@ export class AtomicRunner implements IdempotentRunner {
     const { response, failed } = request.settle
       ? await request.settle(rollBack)
       : await settleHandler(request, this.options, rollBack);
-    await transaction.record(response);
+    const recording = transaction.record(response);
+    if (recording) await recording;
     this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
     return { kind: 'executed', response, failed };
   }
@@ -153,9 +168,10 @@ export class AtomicRunner implements IdempotentRunner {
   private async claim(
     request: IdempotentRequest,
     transaction: ClaimedTransaction,
+    firstClaim: ClaimResult | Promise<ClaimResult>,
   ): Promise<StoredReplay | { generation: string; savepointTaken: boolean }> {
     const { id, requestHash } = request;
-    let result = await transaction.firstClaim();
+    let result = await firstClaim;
     for (let attempt = 0; ; attempt++) {
       if (result.claimed)
         return {

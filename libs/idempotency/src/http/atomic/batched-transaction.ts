@@ -145,7 +145,8 @@ export class BatchedTransaction {
 
   /**
    * Wraps this query runner's `query`: TypeORM sends START TRANSACTION, SET TRANSACTION
-   * ISOLATION LEVEL and COMMIT through it, and they are the three texts rewritten here.
+   * ISOLATION LEVEL and COMMIT through it, and they are the three texts rewritten here. The
+   * handler's own queries pass straight through, without a promise of this wrapper's.
    */
   private intercept(client: PostgresClient): void {
     const queryRunner = this.queryRunner;
@@ -154,56 +155,68 @@ export class BatchedTransaction {
       parameters?: unknown[],
       structured?: boolean,
     ) => Promise<unknown>;
-    queryRunner.query = (async (text: string, parameters?: unknown[], structured?: boolean) => {
+    queryRunner.query = ((text: string, parameters?: unknown[], structured?: boolean) => {
       if (text === 'START TRANSACTION' && this.afterStart !== undefined) {
-        const { statements, failure } = this.afterStart;
-        const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
-        this.afterStart = undefined;
-        this.isolationLevelSent = level !== '';
-        const send = () =>
-          this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
-        const results = await send()
-          .catch(async (error: unknown) => {
-            if (!this.prepared || sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
-            // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
-            // nothing ran yet, so start over and prepare them again.
-            this.forgetPrepared(client);
-            logger.debug(
-              'prepared statements missing on this connection (SQLSTATE 26000: DISCARD ALL, or a pooler in ' +
-                'transaction mode, where preparedStatements: false saves this retry): preparing them again',
-            );
-            await client.query('ROLLBACK');
-            return send();
-          })
-          .catch((error: unknown) => {
-            throw failure(error);
-          });
-        // START TRANSACTION's own result, and each PREPARE's, carry no rows.
-        this.started.push(
-          ...rowsOf(results).filter((rows): rows is unknown[] => rows !== undefined),
-        );
-        return [];
+        return this.start(client, this.afterStart);
       }
       // Already part of START TRANSACTION: after the claim, PostgreSQL would refuse it.
       if (this.isolationLevelSent && text.startsWith('SET TRANSACTION ISOLATION LEVEL')) {
         this.isolationLevelSent = false;
-        return [];
+        return Promise.resolve([]);
       }
       if (text === 'COMMIT' && this.beforeCommit !== undefined) {
-        const { statements, failure } = this.beforeCommit;
-        this.beforeCommit = undefined;
-        await this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).catch(
-          (error: unknown) => {
-            // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
-            // fails, the next one on this connection prepares them again.
-            if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
-            throw failure(error);
-          },
-        );
-        return [];
+        return this.commit(client, this.beforeCommit);
       }
       return original(text, parameters, structured);
     }) as QueryRunner['query'];
+  }
+
+  /** START TRANSACTION with the statements that follow it, in one round trip. */
+  private start(client: PostgresClient, { statements, failure }: Batch): Promise<never[]> {
+    const level = this.isolationLevel ? ` ISOLATION LEVEL ${this.isolationLevel}` : '';
+    this.afterStart = undefined;
+    this.isolationLevelSent = level !== '';
+    // Rendered at each attempt: after a loss, the statements are prepared again.
+    const send = () =>
+      this.sendBatch(client, `START TRANSACTION${level};\n${this.render(client, statements)}`);
+    const sent = this.prepared
+      ? send().catch(async (error: unknown) => {
+          if (sqlState(error) !== UNKNOWN_PREPARED_STATEMENT) throw error;
+          // The session lost its prepared statements (DISCARD ALL, a pooler's other session):
+          // nothing ran yet, so start over and prepare them again.
+          this.forgetPrepared(client);
+          logger.debug(
+            'prepared statements missing on this connection (SQLSTATE 26000: DISCARD ALL, or a pooler in ' +
+              'transaction mode, where preparedStatements: false saves this retry): preparing them again',
+          );
+          await client.query('ROLLBACK');
+          return send();
+        })
+      : send();
+    return sent.then(
+      (results) => {
+        // START TRANSACTION's own result, and each PREPARE's, carry no rows.
+        for (const rows of rowsOf(results)) if (rows !== undefined) this.started.push(rows);
+        return [];
+      },
+      (error: unknown) => {
+        throw failure(error);
+      },
+    );
+  }
+
+  /** The statements that precede COMMIT, and COMMIT, in one round trip. */
+  private commit(client: PostgresClient, { statements, failure }: Batch): Promise<never[]> {
+    this.beforeCommit = undefined;
+    return this.sendBatch(client, `${this.render(client, statements)};\nCOMMIT`).then(
+      () => [],
+      (error: unknown) => {
+        // The handler dropped the session's statements (DEALLOCATE, DISCARD): this request
+        // fails, the next one on this connection prepares them again.
+        if (sqlState(error) === UNKNOWN_PREPARED_STATEMENT) this.forgetPrepared(client);
+        throw failure(error);
+      },
+    );
   }
 
   /** The connection lost its statements; the third such loss turns preparing off, said once. */
@@ -217,18 +230,23 @@ export class BatchedTransaction {
   }
 
   /** Sends one batch; tells `prepared` whether the PREPAREs rendered into it ran. */
-  private async sendBatch(
+  private sendBatch(
     client: PostgresClient,
     text: string,
   ): Promise<PostgresResult | PostgresResult[]> {
-    try {
-      const results = await client.query(text);
-      this.prepared?.settle(client, true);
-      return results;
-    } catch (error) {
-      this.prepared?.settle(client, false);
-      throw error;
-    }
+    const sent = client.query(text);
+    const prepared = this.prepared;
+    if (!prepared) return sent;
+    return sent.then(
+      (results) => {
+        prepared.settle(client, true);
+        return results;
+      },
+      (error: unknown) => {
+        prepared.settle(client, false);
+        throw error;
+      },
+    );
   }
 
   /** Statements as one simple-protocol text: named ones as EXECUTE when `prepared` is on. */

@@ -13,6 +13,12 @@ export interface Flight {
   land(landing: Landing): void;
 }
 
+/** A running attempt; its promise is made only when a duplicate waits for it. */
+interface Attempt {
+  landing?: Promise<Landing>;
+  land?: (landing: Landing) => void;
+}
+
 /**
  * The keys whose first attempt is running in this process. A duplicate of such a key waits here,
  * in memory, instead of on the twin's row lock in PostgreSQL: a lock wait holds a pooled
@@ -22,7 +28,7 @@ export interface Flight {
  */
 @Injectable()
 export class InFlightKeys {
-  private readonly flights = new Map<string, Promise<Landing>>();
+  private readonly flights = new Map<string, Attempt>();
 
   /** Keys with an attempt running in this process. */
   get size(): number {
@@ -31,22 +37,14 @@ export class InFlightKeys {
 
   /** Leads the key (a `Flight` to land), or gives the running twin's landing to wait for. */
   take(identity: string): { flight: Flight } | { twin: Promise<Landing> } {
-    const twin = this.flights.get(identity);
-    if (twin) return { twin };
-    let land!: (landing: Landing) => void;
-    const landing = new Promise<Landing>((resolve) => (land = resolve));
-    this.flights.set(identity, landing);
-    let landed = false;
-    return {
-      flight: {
-        land: (result) => {
-          if (landed) return;
-          landed = true;
-          this.flights.delete(identity);
-          land(result);
-        },
-      },
-    };
+    const running = this.flights.get(identity);
+    if (running) {
+      running.landing ??= new Promise<Landing>((resolve) => (running.land = resolve));
+      return { twin: running.landing };
+    }
+    const attempt: Attempt = {};
+    this.flights.set(identity, attempt);
+    return { flight: new AttemptFlight(this.flights, identity, attempt) };
   }
 
   /** The twin's landing, or `undefined` when `ms` pass first. */
@@ -61,5 +59,23 @@ export class InFlightKeys {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** Lands once: removes the key and wakes the duplicates that wait, if any. */
+class AttemptFlight implements Flight {
+  private landed = false;
+
+  constructor(
+    private readonly flights: Map<string, Attempt>,
+    private readonly identity: string,
+    private readonly attempt: Attempt,
+  ) {}
+
+  land(landing: Landing): void {
+    if (this.landed) return;
+    this.landed = true;
+    this.flights.delete(this.identity);
+    this.attempt.land?.(landing);
   }
 }

@@ -2,6 +2,7 @@ import { ClsServiceManager } from 'nestjs-cls';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
 import type { IdempotentRequest } from '../idempotent-request';
+import { runThen } from '../../shared/run-then';
 
 const GUARDED_REQUEST = Symbol('idempotency:guarded-request');
 
@@ -48,17 +49,15 @@ export class GuardedRequest {
    * the child context of its transaction; the phased mode in the request's own context, so the
    * previous value is put back afterwards.
    */
-  async watch<T>(handler: () => Promise<T>): Promise<T> {
+  watch<T>(handler: () => Promise<T>): Promise<T> {
     const cls = ClsServiceManager.getClsService();
     if (!cls.isActive()) return cls.run(() => this.watch(handler));
     const previous = cls.get<GuardedRequest | undefined>(GUARDED_REQUEST);
     cls.set(GUARDED_REQUEST, this);
-    try {
-      return await handler();
-    } finally {
+    return runThen(handler, () => {
       this.watching = false;
       cls.set(GUARDED_REQUEST, previous);
-    }
+    });
   }
 
   /** Remembers the first refused write: the request fails even if the handler swallows it. */
