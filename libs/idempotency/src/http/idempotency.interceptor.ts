@@ -153,7 +153,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (cached) {
         if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
         report('replayed', cached.response.statusCode);
-        return await this.replay(flow, request, cached.response);
+        const replayed = this.replayed(flow, request, cached.response);
+        return replayed instanceof Promise ? await replayed : replayed;
       }
       // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
       // back: that transaction may still roll back, so only the database may replay it.
@@ -167,7 +168,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       if (flight && 'replay' in flight) {
         report('replayed', flight.replay.statusCode);
-        return await this.replay(flow, request, flight.replay);
+        const replayed = this.replayed(flow, request, flight.replay);
+        return replayed instanceof Promise ? await replayed : replayed;
       }
       let outcome: Outcome;
       try {
@@ -189,7 +191,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
-        return await this.replay(flow, request, outcome.response);
+        const replayed = this.replayed(flow, request, outcome.response);
+        return replayed instanceof Promise ? await replayed : replayed;
       }
       if (!joinsTransaction)
         this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
@@ -329,14 +332,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
     };
   }
 
-  private async replay(
+  /**
+   * The replay's delivery; a promise only when an `onReplay` hook is set. Callers await it only
+   * when it is one: `await` on a plain value costs a promise too.
+   */
+  private replayed(
     flow: RequestFlow,
     request: IdempotentRequest,
     stored: StoredResponse,
-  ): Promise<Delivery> {
+  ): Delivery | Promise<Delivery> {
     const headers: Record<string, string> = {};
     if (this.options.markReplays) headers['idempotent-replayed'] = 'true';
-    await this.options.onReplay?.({
+    const onReplay = this.options.onReplay;
+    if (!onReplay) return flow.deliver(stored, headers);
+    const hooked = onReplay({
       tenantId: request.id.tenantId,
       scope: request.id.scope,
       keyHash: request.label,
@@ -345,7 +354,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         headers[name.toLowerCase()] = value;
       },
     });
-    return flow.deliver(stored, headers);
+    return Promise.resolve(hooked).then(() => flow.deliver(stored, headers));
   }
 
   private reject(context: ExecutionContext, rejection: IdempotencyRejection): unknown {
