@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { INTERCEPTORS_METADATA } from '@nestjs/common/constants';
+import { INTERCEPTORS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 
 /** The controllers as a process started with `demoFaults` set to `value` loads them. */
 function loadWith(value: string | undefined) {
@@ -9,6 +9,7 @@ function loadWith(value: string | undefined) {
   try {
     let loaded!: {
       create: unknown;
+      createParameters: number;
       DemoFaultsInterceptor: unknown;
       register: (demoFaults: boolean) => unknown;
     };
@@ -23,6 +24,9 @@ function loadWith(value: string | undefined) {
       /* eslint-enable @typescript-eslint/no-require-imports */
       loaded = {
         create: OrdersController.prototype.create,
+        createParameters: Object.keys(
+          (Reflect.getMetadata(ROUTE_ARGS_METADATA, OrdersController, 'create') as object) ?? {},
+        ).length,
         DemoFaultsInterceptor,
         register: (demoFaults) =>
           AppModule.register({
@@ -46,6 +50,8 @@ describe('@WithDemoFaults()', () => {
   it('attaches no hook to the route when the process starts without DEMO_FAULTS=1', () => {
     const loaded = loadWith(undefined);
     expect(interceptorsOf(loaded.create)).not.toContain(loaded.DemoFaultsInterceptor);
+    // @Tenant(), @Body(), @Res(): @DemoFault() binds nothing, so no pipe runs for it.
+    expect(loaded.createParameters).toBe(3);
     // A config asking for faults the routes cannot honour is refused, not half applied.
     expect(() => loaded.register(true)).toThrow(/DEMO_FAULTS=1/);
     expect(() => loaded.register(false)).not.toThrow();
@@ -54,6 +60,7 @@ describe('@WithDemoFaults()', () => {
   it('attaches the hook with DEMO_FAULTS=1', () => {
     const loaded = loadWith('1');
     expect(interceptorsOf(loaded.create)).toContain(loaded.DemoFaultsInterceptor);
+    expect(loaded.createParameters).toBe(4);
     expect(() => loaded.register(true)).not.toThrow();
   });
 });

@@ -33,8 +33,16 @@ export function WithDemoFaults(...faults: HandlerFault[]): MethodDecorator {
   );
 }
 
-/** The request's fault (undefined without one, or with faults off), for faults deep in a service. */
-export const DemoFault = createParamDecorator(
+const requestFault = createParamDecorator(
   (_data: unknown, context: ExecutionContext) =>
     context.switchToHttp().getRequest<FaultyRequest>()[REQUEST_FAULT],
 );
+
+/**
+ * The request's fault (undefined without one, or with faults off), for faults deep in a service.
+ * With faults off the parameter is not bound at all and the handler gets undefined: a bound
+ * custom parameter runs the global pipes on every request.
+ */
+export function DemoFault(): ParameterDecorator {
+  return HANDLER_FAULT_HOOKS_ATTACHED ? requestFault() : () => undefined;
+}

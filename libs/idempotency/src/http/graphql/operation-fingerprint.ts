@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type {
   FragmentDefinitionNode,
   GraphQLResolveInfo,
@@ -34,7 +34,7 @@ export function operationFingerprint(
     variables: info.variableValues,
     headers,
   });
-  return createHash('sha256').update(canonical, 'utf8').digest('hex');
+  return hash('sha256', canonical, 'hex');
 }
 
 function printOperation(

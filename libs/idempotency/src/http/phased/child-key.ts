@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The idempotency key for one downstream call: a SHA-256 (hex) of the parent key and the
@@ -9,5 +9,5 @@ import { createHash } from 'node:crypto';
  */
 export function childKey(parentKey: string, step: string): string {
   if (!step) throw new TypeError('childKey needs a step name');
-  return createHash('sha256').update(`${parentKey}\u0000${step}`, 'utf8').digest('hex');
+  return hash('sha256', `${parentKey}\u0000${step}`, 'hex');
 }
