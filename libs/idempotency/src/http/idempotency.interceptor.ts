@@ -274,62 +274,41 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (route.required) throw IdempotencyRejection.missingKey(headerName);
       return undefined;
     }
+    const described = (resolvedTenant: string | undefined): IdempotentRequest => {
+      const tenantId = resolvedTenant ?? '';
+      let label: string | undefined;
+      const requestHash = requestFingerprint({
+        method: request.method,
+        route: pattern,
+        params: request.params,
+        query: request.query,
+        body: bodyWithDefaults(
+          context.getClass().prototype as object,
+          context.getHandler() as never,
+          request.body,
+        ),
+        headers: Object.fromEntries(
+          this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
+        ),
+      });
+      return {
+        context,
+        next,
+        route,
+        serializeOptions: route.serializeOptions,
+        id: { tenantId, scope, key },
+        requestHash,
+        // A hash for log lines and onReplay: computed when one of them asks.
+        get label() {
+          return (label ??= keyLabel(tenantId, scope, key));
+        },
+      };
+    };
     const tenant = this.options.tenantResolver(context);
     // Any thenable: a resolver may return another library's promise.
     return typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function'
-      ? Promise.resolve(tenant).then((tenantId) =>
-          this.identify(context, next, route, request, pattern, scope, key, tenantId),
-        )
-      : this.identify(
-          context,
-          next,
-          route,
-          request,
-          pattern,
-          scope,
-          key,
-          tenant as string | undefined,
-        );
-  }
-
-  private identify(
-    context: ExecutionContext,
-    next: CallHandler,
-    route: RouteOptions,
-    request: HttpRequestLike,
-    pattern: string,
-    scope: string,
-    key: string,
-    resolvedTenant: string | undefined,
-  ): IdempotentRequest {
-    const tenantId = resolvedTenant ?? '';
-    let label: string | undefined;
-    const requestHash = requestFingerprint({
-      method: request.method,
-      route: pattern,
-      params: request.params,
-      query: request.query,
-      body: bodyWithDefaults(
-        context.getClass().prototype as object,
-        context.getHandler() as never,
-        request.body,
-      ),
-      headers: Object.fromEntries(
-        this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
-      ),
-    });
-    return {
-      context,
-      next,
-      route,
-      serializeOptions: route.serializeOptions,
-      id: { tenantId, scope, key },
-      requestHash,
-      // A hash for log lines and onReplay: computed when one of them asks.
-      get label() {
-        return (label ??= keyLabel(tenantId, scope, key));
-      },
-    };
+      ? Promise.resolve(tenant).then(described)
+      : described(tenant as string | undefined);
   }
 
   /**

@@ -263,6 +263,49 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
 })
 class TestConfigModule {}
 
+describe('a tenant resolver and an onReplay hook that return promises', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  // Thenables of another kind than the native Promise, as a promise library would return.
+  const later = <T>(value: () => T): PromiseLike<T> => ({
+    then: (resolve, reject) =>
+      new Promise<T>((done) => setTimeout(() => done(value()), 5)).then(resolve, reject),
+  });
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(
+      IdempotencyModule.forRoot({
+        tenantResolver: (context: ExecutionContext) =>
+          later(
+            () => context.switchToHttp().getRequest().headers['x-test-tenant'] as string,
+          ) as Promise<string>,
+        onReplay: (replay) => later(() => replay.setHeader('x-hooked', 'late')) as Promise<void>,
+      }),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('waits for both: the key belongs to the resolved tenant, and the replay carries the late header', async () => {
+    const k = key();
+    const t = tag();
+    const send = (tenant: string) =>
+      request(app.getHttpServer())
+        .post('/widgets')
+        .set({ 'idempotency-key': k, 'x-test-tenant': tenant })
+        .send({ tag: t });
+    const first = await send('tenant-late').expect(201);
+    const replay = await send('tenant-late').expect(201);
+    const otherTenant = await send('tenant-other').expect(201);
+    expect(first.headers['x-hooked']).toBeUndefined();
+    expect(replay.headers['x-hooked']).toBe('late');
+    expect(replay.text).toBe(first.text);
+    // Another tenant's same key is another key: its handler ran, with an effect of its own.
+    expect(otherTenant.body.id).not.toBe(first.body.id);
+    expect(
+      (await keyRows(dataSource, k)).map((r: { tenant_id: string }) => r.tenant_id).sort(),
+    ).toEqual(['tenant-late', 'tenant-other']);
+  });
+});
+
 describe('IdempotencyModule.forRootAsync with every option set', () => {
   let app: INestApplication;
   let dataSource: DataSource;
