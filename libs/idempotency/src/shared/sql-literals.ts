@@ -29,6 +29,9 @@ export function inlineParameters(statement: SqlStatement, escape: EscapeLiteral)
   });
 }
 
+/** A string escaping leaves as it is: no quote, no backslash. */
+const NOTHING_TO_ESCAPE = /^[^'\\]*$/;
+
 function literal(value: unknown, escape: EscapeLiteral): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number') {
@@ -38,8 +41,16 @@ function literal(value: unknown, escape: EscapeLiteral): string {
   }
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
   if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
-  if (typeof value === 'string') return escape(value);
-  return escape(JSON.stringify(value));
+  if (typeof value === 'string') return quoted(value, escape);
+  return quoted(JSON.stringify(value), escape);
+}
+
+/**
+ * The driver's escaping copies a string character by character; where it would change nothing
+ * (keys, hashes, most JSON), quotes around it are the same literal without that garbage.
+ */
+function quoted(text: string, escape: EscapeLiteral): string {
+  return NOTHING_TO_ESCAPE.test(text) ? `'${text}'` : escape(text);
 }
 
 /** `EXECUTE` of a prepared statement, its parameters as literals. */
