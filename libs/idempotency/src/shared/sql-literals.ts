@@ -16,8 +16,8 @@ export type EscapeLiteral = (value: string) => string;
  * Writes a statement's parameters into its text as SQL literals. The simple query protocol
  * takes several statements in one round trip but no parameters, so a statement that rides
  * along with another (START TRANSACTION, COMMIT) must carry its values inline. Strings go
- * through the driver's own escaping; byte strings as hex; objects as JSON, as the driver
- * would send them.
+ * through the driver's own escaping (unless it would leave them as they are); byte strings as
+ * hex; objects as JSON, as the driver would send them.
  */
 export function inlineParameters(statement: SqlStatement, escape: EscapeLiteral): string {
   return statement.text.replace(/\$(\d+)/g, (_placeholder, position: string) => {
