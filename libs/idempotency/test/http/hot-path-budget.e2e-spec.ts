@@ -28,7 +28,9 @@ async function libraryPromisesDuring(send: () => Promise<void>): Promise<number>
         .slice(1)
         .find(
           (frame) =>
-            frame.includes(' (/') && !frame.includes('node:') && !frame.includes(__filename),
+            !frame.includes('<anonymous>') &&
+            !frame.includes('node:') &&
+            !frame.includes(__filename),
         );
       if (maker?.includes(LIBRARY_SOURCE)) made++;
     },
