@@ -78,4 +78,24 @@ describe('benchmark figures', () => {
       ]),
     );
   });
+
+  it('takes the CPU targets round by round, pairing the runs of each round, and reports their median', () => {
+    // Round 2 ran on a busy machine: every figure doubled. Paired, its ratio is the others'.
+    const cpu = (perRequest: number[]) => perRequest.map((ms) => run({ appCpuMs: ms * 5 }));
+    const rounds = new Map(all.map((scenario) => [scenario.id, cpu([0.3, 0.6, 0.3])]));
+    rounds.set('a', cpu([1.0, 2.0, 1.1]));
+    rounds.set('b', cpu([0.8, 1.6, 0.8]));
+    rounds.set('c', cpu([0.33, 0.66, 0.36]));
+    rounds.set('g', cpu([0.3, 0.6, 0.3]));
+    const [replay, create, database] = benchFigures(all, rounds).targets;
+    expect(replay.perRound.map((value) => Number(value.toFixed(2)))).toEqual([1.1, 1.1, 1.2]);
+    expect(replay.value).toBeCloseTo(1.1);
+    expect(replay.met).toBe(true);
+    expect(create.perRound.map((value) => Number(value.toFixed(2)))).toEqual([0.2, 0.4, 0.3]);
+    expect(create.value).toBeCloseTo(0.3);
+    expect(create.met).toBe(false);
+    // Not a figure of the machine's load: the whole run's count.
+    expect(database.perRound).toEqual([]);
+    expect(database.value).toBeCloseTo(6);
+  });
 });

@@ -97,6 +97,13 @@ export function scenarios(runId: string): Scenario[] {
       request: () => orderRequest('/v1/orders', () => replayKey(runId)),
     },
     {
+      // Beside (c): the replay target pairs the two in each round.
+      id: 'g',
+      title: 'a bare route (the guard, no database)',
+      variant: 'default',
+      request: () => orderRequest('/bench/bare', () => undefined),
+    },
+    {
       id: 'd',
       title: `contention, ${CONTENTION_KEYS} keys`,
       variant: 'default',
@@ -125,12 +132,6 @@ export function scenarios(runId: string): Scenario[] {
       title: 'create, write guard off',
       variant: 'unguarded',
       request: () => orderRequest('/v1/orders', () => `bench-${randomUUID()}`),
-    },
-    {
-      id: 'g',
-      title: 'a bare route (the guard, no database)',
-      variant: 'default',
-      request: () => orderRequest('/bench/bare', () => undefined),
     },
     {
       id: 'h',
