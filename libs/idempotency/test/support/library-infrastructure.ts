@@ -18,14 +18,26 @@ export interface InfrastructureOptions {
   migrations?: MixedList<string | (new () => MigrationInterface)>;
   /** The DataSource's entities (a suite that writes through repositories). Default none. */
   entities?: MixedList<string | EntitySchema | (new () => unknown)>;
+  /**
+   * The package README's lean set-up: the transactional plugin through
+   * `ClsModule.registerPlugins`, without `ClsModule.forRoot` (no CLS guard or interceptor).
+   */
+  pluginOnly?: boolean;
 }
 
 /**
  * What a user's app registers before the library, as in the README: TypeORM on the run's
  * PostgreSQL with the library's migrations, and nestjs-cls with the transactional plugin and its
- * TypeORM adapter.
+ * TypeORM adapter (through `ClsModule.forRoot`, or alone with `pluginOnly`).
  */
 export function libraryInfrastructure(options: InfrastructureOptions = {}) {
+  const plugin = new ClsPluginTransactional({
+    imports: [TypeOrmModule],
+    adapter: new TransactionalAdapterTypeOrm({
+      dataSourceToken: getDataSourceToken(),
+      defaultTxOptions: options.defaultTxOptions,
+    }),
+  });
   return [
     TypeOrmModule.forRoot({
       type: 'postgres',
@@ -35,17 +47,8 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       isolationLevel: options.isolationLevel,
       ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
     }),
-    ClsModule.forRoot({
-      global: true,
-      plugins: [
-        new ClsPluginTransactional({
-          imports: [TypeOrmModule],
-          adapter: new TransactionalAdapterTypeOrm({
-            dataSourceToken: getDataSourceToken(),
-            defaultTxOptions: options.defaultTxOptions,
-          }),
-        }),
-      ],
-    }),
+    options.pluginOnly
+      ? ClsModule.registerPlugins([plugin])
+      : ClsModule.forRoot({ global: true, plugins: [plugin] }),
   ];
 }
