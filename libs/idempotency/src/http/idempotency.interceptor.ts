@@ -7,7 +7,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
+import { defer, lastValueFrom, type Observable, of, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
 import type { IdempotencyEventType } from './events/idempotency-event';
@@ -40,6 +40,13 @@ import { wireBody } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Reports a request's outcome once; `started` is when the library took the request on. */
+type Reporter = ((
+  type: IdempotencyEventType,
+  statusCode?: number,
+  reason?: UnreadableRecordReason,
+) => void) & { started: number };
 
 /**
  * Requests (a GraphQL field's `info`) an idempotency run has taken on; weak, so a finished
@@ -113,20 +120,52 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Runs the flow; a delivered error is thrown only here, past the flow's own error handling. */
   private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
-    return defer(() => this.handle(next, route, flow).then(unwrapDelivery));
+    return defer(() => {
+      const delivery = this.handle(next, route, flow);
+      // A replay from the replay cache is decided here and now: no promise, no microtask.
+      return delivery instanceof Promise
+        ? delivery.then(unwrapDelivery)
+        : of(unwrapDelivery(delivery));
+    });
   }
 
-  private async handle(
+  /**
+   * The request up to the replay cache, synchronously: a replay found there is delivered at
+   * once (unless a tenant resolver or an `onReplay` hook returns a promise); everything else
+   * goes on in `proceed`.
+   */
+  private handle(
     next: CallHandler,
     route: RouteOptions,
     flow: RequestFlow,
-  ): Promise<Delivery> {
+  ): Delivery | Promise<Delivery> {
+    const report = this.reporter(route, flow);
+    let request: IdempotentRequest | undefined;
+    try {
+      const described = flow.describe();
+      if (described instanceof Promise || !described)
+        return this.proceed(next, route, flow, report, described);
+      request = described;
+      const cached = this.cache.get(request.id);
+      if (!cached) return this.proceed(next, route, flow, report, request, false);
+      if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+      report('replayed', cached.response.statusCode);
+      const replayed = this.replayed(flow, request, cached.response);
+      return replayed instanceof Promise
+        ? replayed.catch((error: unknown) => this.failed(flow, report, request, error))
+        : replayed;
+    } catch (error) {
+      return this.failed(flow, report, request, error);
+    }
+  }
+
+  /**
+   * Reports the request's outcome as one event: an onReplay hook or a header that throws after
+   * the outcome was reported must not report it a second time as released.
+   */
+  private reporter(route: RouteOptions, flow: RequestFlow): Reporter {
     const started = performance.now();
     const mode = route.phased ? 'phased' : 'atomic';
-    const scope = flow.eventScope;
-    let request: IdempotentRequest | undefined;
-    // One event per request: an onReplay hook or a header that throws after the outcome was
-    // reported must not report it a second time as released.
     let reported = false;
     const report = (
       type: IdempotencyEventType,
@@ -137,19 +176,33 @@ export class IdempotencyInterceptor implements NestInterceptor {
       reported = true;
       this.events.emit({
         type,
-        scope,
+        scope: flow.eventScope,
         mode,
         statusCode,
         durationMs: performance.now() - started,
         ...(reason && { reason }),
       });
     };
+    report.started = started;
+    return report;
+  }
+
+  /** Everything past the replay cache: the in-memory wait, the run, the recorded outcome. */
+  private async proceed(
+    next: CallHandler,
+    route: RouteOptions,
+    flow: RequestFlow,
+    report: Reporter,
+    described: IdempotentRequest | undefined | Promise<IdempotentRequest | undefined>,
+    lookInCache = true,
+  ): Promise<Delivery> {
+    const { started } = report;
+    let request: IdempotentRequest | undefined;
     try {
-      const described = flow.describe();
       request = described instanceof Promise ? await described : described;
       if (!request)
         return { value: await lastValueFrom(next.handle(), { defaultValue: undefined }) };
-      const cached = this.cache.get(request.id);
+      const cached = lookInCache ? this.cache.get(request.id) : undefined;
       if (cached) {
         if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
         report('replayed', cached.response.statusCode);
@@ -199,25 +252,33 @@ export class IdempotencyInterceptor implements NestInterceptor {
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return flow.deliver(outcome.response);
     } catch (error) {
-      if (error instanceof IdempotencyRejection) {
-        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
-        report(error.reason, error.status, error.unreadableReason);
-        return flow.reject(error);
-      }
-      if (isDatabaseUnavailable(error)) {
-        this.logger.warn(
-          `key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`,
-        );
-        const unavailable = IdempotencyRejection.databaseUnavailable(
-          this.options.retryAfterSeconds,
-        );
-        report('released', unavailable.status);
-        return flow.reject(unavailable);
-      }
-      report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
-      if (error instanceof UnstoredOutcome) return flow.deliver(error.response);
-      throw error;
+      return this.failed(flow, report, request, error);
     }
+  }
+
+  /** What a failure of the request means to its client: a problem, a response, or the error. */
+  private failed(
+    flow: RequestFlow,
+    report: Reporter,
+    request: IdempotentRequest | undefined,
+    error: unknown,
+  ): Delivery {
+    if (error instanceof IdempotencyRejection) {
+      this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+      report(error.reason, error.status, error.unreadableReason);
+      return flow.reject(error);
+    }
+    if (isDatabaseUnavailable(error)) {
+      this.logger.warn(
+        `key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`,
+      );
+      const unavailable = IdempotencyRejection.databaseUnavailable(this.options.retryAfterSeconds);
+      report('released', unavailable.status);
+      return flow.reject(unavailable);
+    }
+    report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
+    if (error instanceof UnstoredOutcome) return flow.deliver(error.response);
+    throw error;
   }
 
   /**
