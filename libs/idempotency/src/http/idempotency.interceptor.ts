@@ -130,9 +130,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * The request up to the replay cache, synchronously: a replay found there is delivered at
-   * once (unless a tenant resolver or an `onReplay` hook returns a promise); everything else
-   * goes on in `proceed`.
+   * The request up to the replay cache, synchronously unless the tenant resolver returns a
+   * promise: a replay found there is delivered at once; everything else goes on in `proceed`.
    */
   private handle(
     next: CallHandler,
@@ -140,14 +139,39 @@ export class IdempotencyInterceptor implements NestInterceptor {
     flow: RequestFlow,
   ): Delivery | Promise<Delivery> {
     const report = this.reporter(route, flow);
-    let request: IdempotentRequest | undefined;
     try {
       const described = flow.describe();
-      if (described instanceof Promise || !described)
-        return this.proceed(next, route, flow, report, described);
-      request = described;
+      return described instanceof Promise
+        ? described.then(
+            (request) => this.fromCache(next, route, flow, report, request),
+            (error: unknown) => this.failed(flow, report, undefined, error),
+          )
+        : this.fromCache(next, route, flow, report, described);
+    } catch (error) {
+      return this.failed(flow, report, undefined, error);
+    }
+  }
+
+  /**
+   * A request without a key goes to the handler as it is; a key the replay cache holds is
+   * answered from it (a promise only when an `onReplay` hook returns one).
+   */
+  private fromCache(
+    next: CallHandler,
+    route: RouteOptions,
+    flow: RequestFlow,
+    report: Reporter,
+    request: IdempotentRequest | undefined,
+  ): Delivery | Promise<Delivery> {
+    try {
+      if (!request) {
+        return lastValueFrom(next.handle(), { defaultValue: undefined }).then(
+          (value: unknown) => ({ value }),
+          (error: unknown) => this.failed(flow, report, undefined, error),
+        );
+      }
       const cached = this.cache.get(request.id);
-      if (!cached) return this.proceed(next, route, flow, report, request, false);
+      if (!cached) return this.proceed(route, flow, report, request);
       if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
       report('replayed', cached.response.statusCode);
       const replayed = this.replayed(flow, request, cached.response);
@@ -189,26 +213,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Everything past the replay cache: the in-memory wait, the run, the recorded outcome. */
   private async proceed(
-    next: CallHandler,
     route: RouteOptions,
     flow: RequestFlow,
     report: Reporter,
-    described: IdempotentRequest | undefined | Promise<IdempotentRequest | undefined>,
-    lookInCache = true,
+    request: IdempotentRequest,
   ): Promise<Delivery> {
     const { started } = report;
-    let request: IdempotentRequest | undefined;
     try {
-      request = described instanceof Promise ? await described : described;
-      if (!request)
-        return { value: await lastValueFrom(next.handle(), { defaultValue: undefined }) };
-      const cached = lookInCache ? this.cache.get(request.id) : undefined;
-      if (cached) {
-        if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
-        report('replayed', cached.response.statusCode);
-        const replayed = this.replayed(flow, request, cached.response);
-        return replayed instanceof Promise ? await replayed : replayed;
-      }
       // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
       // back: that transaction may still roll back, so only the database may replay it.
       const joinsTransaction = this.transactions.host.isTransactionActive();
