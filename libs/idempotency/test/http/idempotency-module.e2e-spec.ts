@@ -470,35 +470,48 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
   });
 });
 
-describe('IdempotencyModule events when an onReplay hook throws', () => {
-  let app: INestApplication;
-  const events: IdempotencyEvent[] = [];
-  beforeAll(async () => {
-    ({ app } = await createLibraryApp(
-      IdempotencyModule.forRoot({
-        onEvent: (event) => events.push(event),
-        onReplay: () => {
-          throw new Error('a hook that fails');
-        },
-      }),
-    ));
-  });
-  afterAll(() => app.close());
+const failingHooks: [string, () => void | Promise<void>][] = [
+  [
+    'throws',
+    () => {
+      throw new Error('a hook that fails');
+    },
+  ],
+  ['returns a rejected promise', () => Promise.reject(new Error('a hook that fails later'))],
+];
 
-  it('reports the replay once, never a second time as released', async () => {
-    const k = key();
-    const body = { tag: tag() };
-    await request(app.getHttpServer())
-      .post('/widgets')
-      .set('idempotency-key', k)
-      .send(body)
-      .expect(201);
-    events.length = 0;
-    await request(app.getHttpServer())
-      .post('/widgets')
-      .set('idempotency-key', k)
-      .send(body)
-      .expect(500);
-    expect(events.map((event) => event.type)).toEqual(['replayed']);
-  });
-});
+describe.each(failingHooks)(
+  'IdempotencyModule events when an onReplay hook %s',
+  (_how, onReplay) => {
+    let app: INestApplication;
+    let dataSource: DataSource;
+    const events: IdempotencyEvent[] = [];
+    beforeAll(async () => {
+      ({ app, dataSource } = await createLibraryApp(
+        IdempotencyModule.forRoot({
+          onEvent: (event) => events.push(event),
+          onReplay,
+        }),
+      ));
+    });
+    afterAll(() => app.close());
+
+    it('reports the replay once, never a second time as released, and runs no handler', async () => {
+      const k = key();
+      const body = { tag: tag() };
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', k)
+        .send(body)
+        .expect(201);
+      events.length = 0;
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', k)
+        .send(body)
+        .expect(500);
+      expect(events.map((event) => event.type)).toEqual(['replayed']);
+      expect(await effects(dataSource, body.tag)).toEqual(['widgets']);
+    });
+  },
+);
