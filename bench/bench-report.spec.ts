@@ -1,4 +1,4 @@
-import { benchFigures, invalidities } from './bench-report';
+import { benchFigures, formatFigures, invalidities } from './bench-report';
 import type { ScenarioRun } from './run-scenario';
 import { type ScenarioId, scenarios } from './scenarios';
 
@@ -97,5 +97,29 @@ describe('benchmark figures', () => {
     // Not a figure of the machine's load: the whole run's count.
     expect(database.perRound).toEqual([]);
     expect(database.value).toBeCloseTo(6);
+  });
+
+  it("splits each CPU target into Nest's charge for an interceptor and the library's share, round by round", () => {
+    const cpu = (perRequest: number[]) => perRequest.map((ms) => run({ appCpuMs: ms * 5 }));
+    const rounds = new Map(all.map((scenario) => [scenario.id, cpu([0.3, 0.6, 0.3])]));
+    rounds.set('a', cpu([1.0, 2.0, 1.1]));
+    rounds.set('j', cpu([0.9, 1.8, 0.9]));
+    rounds.set('b', cpu([0.8, 1.6, 0.8]));
+    rounds.set('c', cpu([0.36, 0.72, 0.39]));
+    rounds.set('k', cpu([0.33, 0.66, 0.33]));
+    rounds.set('g', cpu([0.3, 0.6, 0.3]));
+    const shares = benchFigures(all, rounds).shares;
+    const byMeasure = new Map(shares.map((share) => [share.measure, share]));
+    const rounded = (measure: string) =>
+      byMeasure.get(measure)?.perRound.map((value) => Number(value.toFixed(2)));
+    expect(rounded('app CPU (j) - (b)')).toEqual([0.1, 0.2, 0.1]);
+    expect(byMeasure.get('app CPU (j) - (b)')?.value).toBeCloseTo(0.1);
+    expect(rounded('app CPU (a) - (j)')).toEqual([0.1, 0.2, 0.2]);
+    expect(rounded('app CPU (k) / (g)')).toEqual([1.1, 1.1, 1.1]);
+    expect(rounded('app CPU (c) / (k)')).toEqual([1.09, 1.09, 1.18]);
+    expect(byMeasure.get('app CPU (c) / (k)')?.value).toBeCloseTo(1.09);
+    expect(formatFigures(benchFigures(all, rounds))).toContain(
+      "Nest's charge for an interceptor around the handler: app CPU (j) - (b) = 0.100 ms",
+    );
   });
 });

@@ -23,6 +23,20 @@ export interface BenchFigures {
   createRatio: number;
   replayRatio: number;
   targets: TargetCheck[];
+  /** Where each target's measure goes: Nest's charge for an interceptor, and the library's. */
+  shares: Share[];
+}
+
+/**
+ * A part of a target's measure, paired by round like the targets: what Nest charges for the
+ * interceptor `@Idempotent()` is, or what the library costs above that charge.
+ */
+export interface Share {
+  name: string;
+  measure: string;
+  value: number;
+  unit: string;
+  perRound: number[];
 }
 
 /** One target of the performance issue, with the value this run measured. */
@@ -94,7 +108,47 @@ export function benchFigures(
     createRatio: rps('a') / rps('b'),
     replayRatio: rps('c') / rps('b'),
     targets: targetChecks(figures, runs),
+    shares: shares(runs),
   };
+}
+
+/**
+ * Nest's charge for an interceptor, from the routes that have one doing nothing else ((j) around
+ * the plain handler, (k) answering the bare route), and the library's share above it.
+ */
+function shares(runs: Map<ScenarioId, ScenarioRun[]>): Share[] {
+  const difference = (x: number, y: number) => x - y;
+  const ratio = (x: number, y: number) => x / y;
+  const parts: [string, (x: number, y: number) => number, ScenarioId, ScenarioId][] = [
+    ["Nest's charge for an interceptor around the handler", difference, 'j', 'b'],
+    ["the library's own share of a create", difference, 'a', 'j'],
+    ["Nest's charge for an interceptor that answers", ratio, 'k', 'g'],
+    ["the library's own share of a cached replay", ratio, 'c', 'k'],
+  ];
+  return parts.flatMap(([name, combine, x, y]) => {
+    const perRound = pairedByRound(runs, combine, x, y);
+    const unit = combine === ratio ? 'x' : ' ms';
+    const measure = `app CPU (${x}) ${combine === ratio ? '/' : '-'} (${y})`;
+    return perRound.length > 0 ? [{ name, measure, value: median(perRound), unit, perRound }] : [];
+  });
+}
+
+/**
+ * `combine` of two scenarios' app CPU per request, round by round: the two runs of one round are
+ * seconds apart, so a slow spell of the machine (seen here: one round's req/s at half the next
+ * one's) moves both and leaves their difference or ratio be. Empty when either did not run.
+ */
+function pairedByRound(
+  runs: Map<ScenarioId, ScenarioRun[]>,
+  combine: (x: number, y: number) => number,
+  x: ScenarioId,
+  y: ScenarioId,
+): number[] {
+  const xs = runs.get(x) ?? [];
+  const ys = runs.get(y) ?? [];
+  return xs
+    .slice(0, Math.min(xs.length, ys.length))
+    .map((run, round) => combine(appCpuPerRequest(run), appCpuPerRequest(ys[round])));
 }
 
 function targetChecks(
@@ -110,17 +164,8 @@ function targetChecks(
     limit: number,
     unit: string,
   ): TargetCheck => ({ name, measure, value, limit, unit, met: value <= limit, perRound });
-  // Paired by round: the two runs of one round are seconds apart, so a slow spell of the machine
-  // (seen here: one round's req/s at half the next one's) moves both and leaves their ratio be.
-  const paired = (combine: (x: number, y: number) => number, x: ScenarioId, y: ScenarioId) => {
-    const xs = runs.get(x) ?? [];
-    const ys = runs.get(y) ?? [];
-    return xs
-      .slice(0, Math.min(xs.length, ys.length))
-      .map((run, round) => combine(appCpuPerRequest(run), appCpuPerRequest(ys[round])));
-  };
-  const replayOverBare = paired((c, g) => c / g, 'c', 'g');
-  const createOverPlain = paired((a, b) => a - b, 'a', 'b');
+  const replayOverBare = pairedByRound(runs, (c, g) => c / g, 'c', 'g');
+  const createOverPlain = pairedByRound(runs, (a, b) => a - b, 'a', 'b');
   return [
     check(
       'a cached replay over the bare route',
@@ -235,6 +280,15 @@ export function formatFigures(figures: BenchFigures): string {
     ...cpuRatios(figures.scenarios),
     ...postgresPerCreate(figures.scenarios),
     ...settingCosts(figures.scenarios),
+    '',
+    'where the targets go (Nest charges any interceptor; the rest is the library):',
+    ...figures.shares.map(
+      (share) =>
+        `  ${share.name}: ${share.measure} = ${formatTarget(share.value, share.unit)}` +
+        (share.perRound.length > 1
+          ? `; by round: ${share.perRound.map((value) => formatTarget(value, share.unit)).join(', ')}`
+          : ''),
+    ),
     '',
     'targets:',
     ...figures.targets.map(

@@ -11,7 +11,7 @@ export const ORDER_BODY = JSON.stringify({
   currency: 'usd',
 });
 
-export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i';
+export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k';
 
 /**
  * Which demo process serves a scenario: the default one, or a twin. A setting's cost is read
@@ -91,6 +91,14 @@ export function scenarios(runId: string): Scenario[] {
       request: () => orderRequest('/bench/orders', () => undefined),
     },
     {
+      // Between (b) and (a): Nest's charge for an interceptor is (j) - (b), the library's own
+      // share of a create (a) - (j).
+      id: 'j',
+      title: 'the same handler behind a pass-through interceptor',
+      variant: 'default',
+      request: () => orderRequest('/bench/orders/intercepted', () => undefined),
+    },
+    {
       id: 'c',
       title: 'replays of one completed key',
       variant: 'default',
@@ -102,6 +110,14 @@ export function scenarios(runId: string): Scenario[] {
       title: 'a bare route (the guard, no database)',
       variant: 'default',
       request: () => orderRequest('/bench/bare', () => undefined),
+    },
+    {
+      // Between (g) and (c): Nest's charge for an interceptor that answers is (k) / (g), the
+      // library's own share of a cached replay (c) / (k).
+      id: 'k',
+      title: 'the bare route answered by an interceptor',
+      variant: 'default',
+      request: () => orderRequest('/bench/bare/answered', () => undefined),
     },
     {
       id: 'd',

@@ -97,6 +97,48 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
       await request(app.getHttpServer()).post('/bench/bare').send({}).expect(401);
     });
 
+    it('POST /bench/orders/intercepted runs the same handler through an interceptor: 201, Location, one row', async () => {
+      const customerId = uniqueCustomer();
+      const before = await stats();
+      const res = await request(app.getHttpServer())
+        .post('/bench/orders/intercepted')
+        .set('authorization', ACME.authorization)
+        .send({ customerId, amountCents: 1250 });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ customerId, amountCents: 1250, currency: 'usd' });
+      expect(res.headers.location).toBe(`/v1/orders/${res.body.id}`);
+      // The plain handler's one INSERT: the interceptor adds no statement. (Read before the
+      // test's own query below, which the counter counts too.)
+      expect((await stats()).roundTrips - before.roundTrips).toBe(1);
+      expect((await db.orders('acme', customerId)).map((order) => order.id)).toEqual([res.body.id]);
+      await request(app.getHttpServer())
+        .post('/bench/orders/intercepted')
+        .set('authorization', ACME.authorization)
+        .send({ customerId, amountCents: 0 })
+        .expect(400);
+      await request(app.getHttpServer()).post('/bench/orders/intercepted').send({}).expect(401);
+    });
+
+    it('POST /bench/bare/answered is answered by its interceptor: the bare body, behind the guard, no round trip', async () => {
+      const before = await stats();
+      const res = await request(app.getHttpServer())
+        .post('/bench/bare/answered')
+        .set('authorization', GLOBEX.authorization)
+        .send({ customerId: uniqueCustomer(), amountCents: 1250 });
+      expect(res.status).toBe(201);
+      const bare = await request(app.getHttpServer())
+        .post('/bench/bare')
+        .set('authorization', GLOBEX.authorization)
+        .send({});
+      // Byte for byte the bare route's answer.
+      expect(res.text).toBe(bare.text);
+      expect(res.headers['content-type']).toBe(bare.headers['content-type']);
+      const after = await stats();
+      expect(after.requests - before.requests).toBe(2);
+      expect(after.roundTrips - before.roundTrips).toBe(0);
+      await request(app.getHttpServer()).post('/bench/bare/answered').send({}).expect(401);
+    });
+
     it('POST /bench/orders needs no key, and the same request twice creates two orders', async () => {
       const customerId = uniqueCustomer();
       const send = () =>
