@@ -1,5 +1,11 @@
 import fc from 'fast-check';
-import { canonicalJson, MAX_BODY_DEPTH, requestFingerprint } from './fingerprint';
+import {
+  canonicalJson,
+  MAX_BODY_DEPTH,
+  MAX_VERBATIM_CHARS,
+  requestFingerprint,
+  verbatimRequest,
+} from './fingerprint';
 import { IdempotencyProblemType, IdempotencyRejection } from './idempotency.errors';
 
 /** JSON text of `value` with its object keys shuffled and random whitespace between tokens. */
@@ -404,5 +410,39 @@ describe('requestFingerprint of unusual but valid bodies', () => {
     expect(hash({ note: `${tenMb.slice(0, -1)}y` })).not.toBe(fingerprint);
     // Generous for a shared CI machine; a quadratic path would take minutes.
     expect(tookMs).toBeLessThan(5_000);
+  });
+});
+
+describe('verbatimRequest', () => {
+  it('gives two parses of the same text one verbatim text, and then one fingerprint', () => {
+    fc.assert(
+      fc.property(jsonValue, (value) => {
+        const text = JSON.stringify(value);
+        const first = { ...base, body: JSON.parse(text) as unknown };
+        const retry = { ...base, body: JSON.parse(text) as unknown };
+        const verbatim = verbatimRequest(first);
+        if (verbatim === undefined) return; // too long for the shortcut: nothing to check
+        expect(verbatimRequest(retry)).toBe(verbatim);
+        expect(requestFingerprint(retry)).toBe(requestFingerprint(first));
+      }),
+    );
+  });
+
+  it('tells apart what the fingerprint tells apart: another key order, a value, the route', () => {
+    const verbatim = verbatimRequest({ ...base, body: { a: 1, b: 2 } });
+    expect(verbatimRequest({ ...base, body: { b: 2, a: 1 } })).not.toBe(verbatim);
+    expect(verbatimRequest({ ...base, body: { a: 1, b: 3 } })).not.toBe(verbatim);
+    expect(verbatimRequest({ ...base, route: '/v1/other', body: { a: 1, b: 2 } })).not.toBe(
+      verbatim,
+    );
+  });
+
+  it('gives up past MAX_VERBATIM_CHARS and where JSON.stringify does: the fingerprint decides then', () => {
+    expect(verbatimRequest({ ...base, body: 'x'.repeat(MAX_VERBATIM_CHARS) })).toBeUndefined();
+    expect(verbatimRequest({ ...base, body: 'x'.repeat(100) })).toEqual(expect.any(String));
+    // Deeper than JSON.stringify's stack: a RangeError inside, none outside.
+    let deep: unknown = [];
+    for (let level = 0; level < 200_000; level++) deep = [deep];
+    expect(verbatimRequest({ ...base, body: deep })).toBeUndefined();
   });
 });

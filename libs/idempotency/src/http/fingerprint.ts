@@ -118,6 +118,34 @@ export function requestFingerprint(input: FingerprintInput): string {
   return hash('sha256', canonicalJsonOfChecked(request), 'hex');
 }
 
+/**
+ * The longest `verbatimRequest` kept: the replay cache holds one per entry, so its memory stays
+ * bounded by `maxEntries` times this.
+ */
+export const MAX_VERBATIM_CHARS = 8192;
+
+/**
+ * The request as its client sent it, as JSON text: a shortcut for the replay cache, never
+ * stored in the database. Two requests with the same text have the same fingerprint, since the
+ * fingerprint is a function of the JSON value (canonical form, DTO defaults) and the text is
+ * that value. A retry sends the same bytes, so it is matched by a string comparison instead of
+ * the canonical form and its hash. Undefined when longer than `MAX_VERBATIM_CHARS` or when
+ * JSON.stringify refuses it (a body nested too deep): the fingerprint decides then.
+ *
+ * One difference with the fingerprint, accepted: JSON.stringify writes an infinity as `null`,
+ * where the fingerprint refuses it with a 400. A retry holding `1e400` where its first request
+ * held `null` is thus replayed, from the cache only, instead of refused.
+ */
+export function verbatimRequest(input: FingerprintInput): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(input);
+  } catch {
+    return undefined;
+  }
+  return text !== undefined && text.length <= MAX_VERBATIM_CHARS ? text : undefined;
+}
+
 /** A short, non-reversible label for logs: raw keys never appear in logs. */
 export function keyLabel(tenantId: string, scope: string, key: string): string {
   return hash('sha256', `${tenantId}\n${scope}\n${key}`, 'hex').slice(0, 12);

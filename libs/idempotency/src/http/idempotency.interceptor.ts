@@ -12,7 +12,12 @@ import { AtomicRunner } from './atomic/atomic.runner';
 import { bodyWithDefaults } from './body-defaults';
 import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
-import { keyLabel, requestFingerprint } from './fingerprint';
+import {
+  type FingerprintInput,
+  keyLabel,
+  requestFingerprint,
+  verbatimRequest,
+} from './fingerprint';
 import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
 import { UnstoredOutcome } from './handler-outcome';
 import {
@@ -171,8 +176,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         );
       }
       const cached = this.cache.get(request.id);
-      if (!cached) return this.proceed(route, flow, report, request);
-      if (cached.requestHash !== request.requestHash) throw IdempotencyRejection.keyReused();
+      if (!cached) {
+        // Fingerprinted here, before anything is claimed: a body without one gets its 400 now.
+        void request.requestHash;
+        return this.proceed(route, flow, report, request);
+      }
+      if (!CompletedResponseCache.answers(cached, request)) throw IdempotencyRejection.keyReused();
       report('replayed', cached.response.statusCode);
       const replayed = this.replayed(flow, request, cached.response);
       return replayed instanceof Promise
@@ -253,18 +262,22 @@ export class IdempotencyInterceptor implements NestInterceptor {
       });
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
-        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
+        this.remember(request, outcome.response, expiresInMs);
         report('replayed', outcome.response.statusCode);
         const replayed = this.replayed(flow, request, outcome.response);
         return replayed instanceof Promise ? await replayed : replayed;
       }
-      if (!joinsTransaction)
-        this.cache.set(request.id, request.requestHash, outcome.response, expiresInMs);
+      if (!joinsTransaction) this.remember(request, outcome.response, expiresInMs);
       report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return flow.deliver(outcome.response);
     } catch (error) {
       return this.failed(flow, report, request, error);
     }
+  }
+
+  /** Keeps a committed outcome in the replay cache, with the text of the request it answers. */
+  private remember(request: IdempotentRequest, response: StoredResponse, expiresInMs: number) {
+    this.cache.set(request.id, request.requestHash, response, expiresInMs, request.verbatim);
   }
 
   /** What a failure of the request means to its client: a problem, a response, or the error. */
@@ -349,27 +362,36 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const described = (resolvedTenant: string | undefined): IdempotentRequest => {
       const tenantId = resolvedTenant ?? '';
       let label: string | undefined;
-      const requestHash = requestFingerprint({
+      let requestHash: string | undefined;
+      const sent: FingerprintInput = {
         method: request.method,
         route: pattern,
         params: request.params,
         query: request.query,
-        body: bodyWithDefaults(
-          context.getClass().prototype as object,
-          context.getHandler() as never,
-          request.body,
-        ),
+        body: request.body,
         headers: Object.fromEntries(
           this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
         ),
-      });
+      };
       return {
         context,
         next,
         route,
         serializeOptions: route.serializeOptions,
         id: { tenantId, scope, key },
-        requestHash,
+        verbatim: verbatimRequest(sent),
+        // The body with the DTO's defaults, canonical and hashed: computed when first asked
+        // (a replay from the cache that matches `verbatim` never asks).
+        get requestHash() {
+          return (requestHash ??= requestFingerprint({
+            ...sent,
+            body: bodyWithDefaults(
+              context.getClass().prototype as object,
+              context.getHandler() as never,
+              sent.body,
+            ),
+          }));
+        },
         // A hash for log lines and onReplay: computed when one of them asks.
         get label() {
           return (label ??= keyLabel(tenantId, scope, key));

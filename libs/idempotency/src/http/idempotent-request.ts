@@ -12,7 +12,13 @@ export interface IdempotentRequest {
   /** The route's `@SerializeOptions()`, for class instances the handler returns. */
   serializeOptions?: ClassTransformOptions;
   id: KeyId;
-  requestHash: string;
+  /** The fingerprint: computed on first use (a replay from the cache may not need it). */
+  readonly requestHash: string;
+  /**
+   * The request as sent, as JSON text (`verbatimRequest`): a replay from the cache whose text
+   * is its first request's is matched without a fingerprint. Absent: the fingerprint decides.
+   */
+  verbatim?: string;
   /** Short hash of the key for logs; raw keys never reach a log line. Computed on first use. */
   readonly label: string;
   /**

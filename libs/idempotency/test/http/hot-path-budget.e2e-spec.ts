@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { createHook } from 'node:async_hooks';
+import crypto from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -42,6 +43,22 @@ async function libraryPromisesDuring(send: () => Promise<void>): Promise<number>
     hook.disable();
   }
   return made;
+}
+
+/** Calls of `crypto.hash` (the fingerprint's SHA-256, and the log label's) while `send` runs. */
+async function hashesDuring(send: () => Promise<void>): Promise<number> {
+  const original = crypto.hash;
+  let calls = 0;
+  (crypto as { hash: typeof crypto.hash }).hash = ((...args: Parameters<typeof crypto.hash>) => {
+    calls++;
+    return original(...args);
+  }) as typeof crypto.hash;
+  try {
+    await send();
+  } finally {
+    (crypto as { hash: typeof crypto.hash }).hash = original;
+  }
+  return calls;
 }
 
 describe('the hot path, counted', () => {
@@ -88,5 +105,39 @@ describe('the hot path, counted', () => {
     // promises. A replay from the cache is decided synchronously: an await there fails this.
     expect(perCreate).toBeLessThanOrEqual(21);
     expect(perReplay).toBe(0);
+  });
+
+  it('a replay from the cache that repeats its first request hashes nothing; another body still meets the fingerprint', async () => {
+    const tag = `hash-${randomUUID()}`;
+    const keys = Array.from({ length: 5 }, () => `hash-${randomUUID()}`);
+    const creating = await hashesDuring(async () => {
+      for (const key of keys) await create(key, tag);
+    });
+    // At least the fingerprint of each create.
+    expect(creating).toBeGreaterThanOrEqual(keys.length);
+    const replaying = await hashesDuring(async () => {
+      for (const key of keys) await create(key, tag);
+    });
+    expect(replaying).toBe(0);
+    // Not the same text: the fingerprint decides, and a body that only spells out a default
+    // (`size: 1`) is the same request, while another size is not.
+    const explicit = await hashesDuring(async () => {
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('Idempotency-Key', keys[0])
+        .send({ size: 1, tag })
+        .expect(201);
+    });
+    expect(explicit).toBe(1);
+    await request(app.getHttpServer())
+      .post('/widgets')
+      .set('Idempotency-Key', keys[0])
+      .send({ size: 2, tag })
+      .expect(422);
+    const rows: { n: number }[] = await dataSource.query(
+      'SELECT count(*)::int AS n FROM library_test_effects WHERE tag = $1',
+      [tag],
+    );
+    expect(rows[0].n).toBe(keys.length);
   });
 });

@@ -7,6 +7,8 @@ import { keyIdentity } from './key-identity';
 
 interface CachedOutcome {
   requestHash: string;
+  /** The text of a request the outcome answers (`verbatimRequest`), if known. */
+  verbatim?: string;
   response: StoredResponse;
   /** Epoch ms after which the entry is not used (never later than the row's expiry). */
   usableUntil: number;
@@ -35,8 +37,31 @@ export class CompletedResponseCache {
     return entry;
   }
 
-  /** `expiresInMs`: what the row has left to live, as the database counts it. */
-  set(id: KeyId, requestHash: string, response: StoredResponse, expiresInMs: number): void {
+  /**
+   * Whether `entry` answers `request`: the same text as the request it was stored for, or else
+   * the same fingerprint (a body in another key order, a default left out).
+   */
+  static answers(
+    entry: CachedOutcome,
+    request: { verbatim?: string; requestHash: string },
+  ): boolean {
+    return (
+      (entry.verbatim !== undefined && entry.verbatim === request.verbatim) ||
+      entry.requestHash === request.requestHash
+    );
+  }
+
+  /**
+   * `expiresInMs`: what the row has left to live, as the database counts it. `verbatim`: the
+   * text of a request with this fingerprint, for retries that send the same one.
+   */
+  set(
+    id: KeyId,
+    requestHash: string,
+    response: StoredResponse,
+    expiresInMs: number,
+    verbatim?: string,
+  ): void {
     const { enabled, maxEntries, maxAgeSeconds, maxBodyBytes } = this.options.replayCache;
     if (!enabled || response.body.length > maxBodyBytes) return;
     // A second off the row's expiry covers the clocks of this process and the database.
@@ -44,7 +69,12 @@ export class CompletedResponseCache {
     if (lifetime <= 0) return;
     const name = keyIdentity(id);
     this.entries.delete(name);
-    this.entries.set(name, { requestHash, response, usableUntil: Date.now() + lifetime });
+    this.entries.set(name, {
+      requestHash,
+      verbatim,
+      response,
+      usableUntil: Date.now() + lifetime,
+    });
     while (this.entries.size > maxEntries) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
