@@ -9,29 +9,16 @@ import {
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable, of, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
-import { bodyWithDefaults } from './body-defaults';
 import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
-import {
-  type FingerprintInput,
-  keyLabel,
-  requestFingerprint,
-  verbatimRequest,
-} from './fingerprint';
 import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
+import { HttpRequestFlow } from './http-request.flow';
 import { UnstoredOutcome } from './handler-outcome';
-import {
-  headerValue,
-  type HttpRequestLike,
-  httpRequest,
-  httpResponse,
-  routePattern,
-} from './http-exchange';
+import { httpRequest, routePattern } from './http-exchange';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
-import { parseIdempotencyKey } from './idempotency-key.parser';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
 import { isDatabaseUnavailable } from '../shared/postgres-errors';
@@ -41,7 +28,6 @@ import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
 import type { UnreadableRecordReason } from './sealing/record-cipher';
-import { wireBody } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -94,12 +80,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
     RUNNING.add(request);
     const pattern = routePattern(context, request);
     const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
-    return this.run(next, route, {
-      eventScope: scope,
-      describe: () => this.describe(context, next, route, request, pattern, scope),
-      deliver: (stored, headers) => ({ value: this.send(context, stored, headers) }),
-      reject: (rejection) => ({ value: this.reject(context, rejection) }),
-    });
+    return this.run(
+      next,
+      route,
+      new HttpRequestFlow(
+        context,
+        next,
+        route,
+        request,
+        pattern,
+        scope,
+        this.options,
+        this.adapterHost,
+      ),
+    );
   }
 
   /**
@@ -338,74 +332,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * The key, tenant and fingerprint; undefined when an optional key is absent. Synchronous
-   * unless the tenant resolver returns a promise.
-   */
-  private describe(
-    context: ExecutionContext,
-    next: CallHandler,
-    route: RouteOptions,
-    request: HttpRequestLike,
-    pattern: string,
-    scope: string,
-  ): IdempotentRequest | undefined | Promise<IdempotentRequest | undefined> {
-    const { headerName, maxKeyLength } = this.options;
-    const key = parseIdempotencyKey(
-      request.headers[headerName.toLowerCase()],
-      headerName,
-      maxKeyLength,
-    );
-    if (key === undefined) {
-      if (route.required) throw IdempotencyRejection.missingKey(headerName);
-      return undefined;
-    }
-    const described = (resolvedTenant: string | undefined): IdempotentRequest => {
-      const tenantId = resolvedTenant ?? '';
-      let label: string | undefined;
-      let requestHash: string | undefined;
-      const sent: FingerprintInput = {
-        method: request.method,
-        route: pattern,
-        params: request.params,
-        query: request.query,
-        body: request.body,
-        headers: Object.fromEntries(
-          this.options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
-        ),
-      };
-      return {
-        context,
-        next,
-        route,
-        serializeOptions: route.serializeOptions,
-        id: { tenantId, scope, key },
-        verbatim: verbatimRequest(sent),
-        // The body with the DTO's defaults, canonical and hashed: computed when first asked
-        // (a replay from the cache that matches `verbatim` never asks).
-        get requestHash() {
-          return (requestHash ??= requestFingerprint({
-            ...sent,
-            body: bodyWithDefaults(
-              context.getClass().prototype as object,
-              context.getHandler() as never,
-              sent.body,
-            ),
-          }));
-        },
-        // A hash for log lines and onReplay: computed when one of them asks.
-        get label() {
-          return (label ??= keyLabel(tenantId, scope, key));
-        },
-      };
-    };
-    const tenant = this.options.tenantResolver(context);
-    // Any thenable: a resolver may return another library's promise.
-    return typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function'
-      ? Promise.resolve(tenant).then(described)
-      : described(tenant as string | undefined);
-  }
-
-  /**
    * The replay's delivery; a promise only when an `onReplay` hook is set. Callers await it only
    * when it is one: `await` on a plain value costs a promise too.
    */
@@ -428,29 +354,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
       },
     });
     return Promise.resolve(hooked).then(() => flow.deliver(stored, headers));
-  }
-
-  private reject(context: ExecutionContext, rejection: IdempotencyRejection): unknown {
-    return this.send(context, {
-      statusCode: rejection.status,
-      headers: { ...rejection.headers, 'content-type': rejection.contentType },
-      body: Buffer.from(JSON.stringify(rejection.problem), 'utf8'),
-    });
-  }
-
-  /** Sets status and headers through the adapter (Express or Fastify); the router sends the body. */
-  private send(
-    context: ExecutionContext,
-    stored: StoredResponse,
-    extraHeaders: Record<string, string> = {},
-  ): unknown {
-    const adapter = this.adapterHost.httpAdapter;
-    const response = httpResponse(context);
-    adapter.status(response, stored.statusCode);
-    for (const [name, value] of Object.entries({ ...stored.headers, ...extraHeaders })) {
-      adapter.setHeader(response, name, value as string); // arrays too (Set-Cookie): both adapters take them
-    }
-    return wireBody(stored);
   }
 }
 

@@ -1,0 +1,152 @@
+import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import type { HttpAdapterHost } from '@nestjs/core';
+import type { ClassTransformOptions } from 'class-transformer';
+import { bodyWithDefaults } from './body-defaults';
+import {
+  type FingerprintInput,
+  keyLabel,
+  requestFingerprint,
+  verbatimRequest,
+} from './fingerprint';
+import { headerValue, type HttpRequestLike, httpResponse } from './http-exchange';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
+import { IdempotencyRejection } from './idempotency.errors';
+import type { StoredResponse } from './idempotency.options';
+import { parseIdempotencyKey } from './idempotency-key.parser';
+import type { IdempotentRequest } from './idempotent-request';
+import type { KeyId } from './key-id';
+import type { Delivery, RequestFlow } from './request-flow';
+import type { RouteOptions } from './route-options';
+import { wireBody } from './stored-response';
+
+/**
+ * One request on an `@Idempotent()` HTTP route: its key, tenant and fingerprint read from the
+ * request, its outcome sent through the adapter (Express or Fastify) with the stored status and
+ * headers. One object per request, its methods on the prototype: no closures per request.
+ */
+export class HttpRequestFlow implements RequestFlow {
+  constructor(
+    private readonly context: ExecutionContext,
+    private readonly next: CallHandler,
+    private readonly route: RouteOptions,
+    private readonly request: HttpRequestLike,
+    private readonly pattern: string,
+    readonly eventScope: string,
+    private readonly options: ResolvedIdempotencyOptions,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  /**
+   * The key, tenant and the request as sent; undefined when an optional key is absent.
+   * Synchronous unless the tenant resolver returns a promise.
+   */
+  describe(): IdempotentRequest | undefined | Promise<IdempotentRequest | undefined> {
+    const { headerName, maxKeyLength } = this.options;
+    const key = parseIdempotencyKey(
+      this.request.headers[headerName.toLowerCase()],
+      headerName,
+      maxKeyLength,
+    );
+    if (key === undefined) {
+      if (this.route.required) throw IdempotencyRejection.missingKey(headerName);
+      return undefined;
+    }
+    const tenant = this.options.tenantResolver(this.context);
+    // Any thenable: a resolver may return another library's promise.
+    return typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function'
+      ? Promise.resolve(tenant).then((resolved) => this.described(key, resolved))
+      : this.described(key, tenant as string | undefined);
+  }
+
+  deliver(stored: StoredResponse, replayHeaders?: Record<string, string>): Delivery {
+    return { value: this.send(stored, replayHeaders) };
+  }
+
+  reject(rejection: IdempotencyRejection): Delivery {
+    return {
+      value: this.send({
+        statusCode: rejection.status,
+        headers: { ...rejection.headers, 'content-type': rejection.contentType },
+        body: Buffer.from(JSON.stringify(rejection.problem), 'utf8'),
+      }),
+    };
+  }
+
+  private described(key: string, tenantId: string | undefined): IdempotentRequest {
+    const { request, options } = this;
+    const sent: FingerprintInput = {
+      method: request.method,
+      route: this.pattern,
+      params: request.params,
+      query: request.query,
+      body: request.body,
+      headers: Object.fromEntries(
+        options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
+      ),
+    };
+    return new DescribedHttpRequest(
+      this.context,
+      this.next,
+      this.route,
+      { tenantId: tenantId ?? '', scope: this.eventScope, key },
+      sent,
+    );
+  }
+
+  /** Sets status and headers through the adapter; the router sends the body. */
+  private send(stored: StoredResponse, replayHeaders?: Record<string, string>): unknown {
+    const adapter = this.adapterHost.httpAdapter;
+    const response = httpResponse(this.context);
+    adapter.status(response, stored.statusCode);
+    // Arrays too (Set-Cookie): both adapters take them. A replay header wins over a stored one.
+    for (const name in stored.headers) {
+      if (replayHeaders?.[name] === undefined)
+        adapter.setHeader(response, name, stored.headers[name] as string);
+    }
+    for (const name in replayHeaders) adapter.setHeader(response, name, replayHeaders[name]);
+    return wireBody(stored);
+  }
+}
+
+/**
+ * An HTTP request on an idempotent route, described. Its fingerprint (the body with the DTO's
+ * defaults, canonical and hashed) and its log label are computed when first asked: a replay
+ * from the cache that matches `verbatim` asks for neither.
+ */
+class DescribedHttpRequest implements IdempotentRequest {
+  readonly serializeOptions?: ClassTransformOptions;
+  readonly verbatim?: string;
+  private fingerprint?: string;
+  private keyLabel?: string;
+
+  constructor(
+    readonly context: ExecutionContext,
+    readonly next: CallHandler,
+    readonly route: RouteOptions,
+    readonly id: KeyId,
+    private readonly sent: FingerprintInput,
+  ) {
+    this.serializeOptions = route.serializeOptions;
+    this.verbatim = verbatimRequest(sent);
+  }
+
+  get requestHash(): string {
+    if (this.fingerprint === undefined) {
+      const { context, sent } = this;
+      this.fingerprint = requestFingerprint({
+        ...sent,
+        body: bodyWithDefaults(
+          context.getClass().prototype as object,
+          context.getHandler() as never,
+          sent.body,
+        ),
+      });
+    }
+    return this.fingerprint;
+  }
+
+  /** A hash for log lines and onReplay. */
+  get label(): string {
+    return (this.keyLabel ??= keyLabel(this.id.tenantId, this.id.scope, this.id.key));
+  }
+}
