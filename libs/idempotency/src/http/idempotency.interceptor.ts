@@ -9,8 +9,8 @@ import {
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable, of, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
-import type { IdempotencyEventType } from './events/idempotency-event';
 import { IdempotencyEvents } from './events/idempotency-events';
+import { OutcomeReporter } from './events/outcome-reporter';
 import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
 import { HttpRequestFlow } from './http-request.flow';
 import { UnstoredOutcome } from './handler-outcome';
@@ -27,17 +27,9 @@ import { type Flight, InFlightKeys, type Landing } from './replay/in-flight-keys
 import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
-import type { UnreadableRecordReason } from './sealing/record-cipher';
 import { TransactionHostRef } from './transaction-host.ref';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/** Reports a request's outcome once; `started` is when the library took the request on. */
-type Reporter = ((
-  type: IdempotencyEventType,
-  statusCode?: number,
-  reason?: UnreadableRecordReason,
-) => void) & { started: number };
 
 /**
  * Requests (a GraphQL field's `info`) an idempotency run has taken on; weak, so a finished
@@ -137,17 +129,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
     route: RouteOptions,
     flow: RequestFlow,
   ): Delivery | Promise<Delivery> {
-    const report = this.reporter(route, flow);
+    const reporter = new OutcomeReporter(
+      this.events,
+      flow.eventScope,
+      route.phased ? 'phased' : 'atomic',
+    );
     try {
       const described = flow.describe();
       return described instanceof Promise
         ? described.then(
-            (request) => this.fromCache(next, route, flow, report, request),
-            (error: unknown) => this.failed(flow, report, undefined, error),
+            (request) => this.fromCache(next, route, flow, reporter, request),
+            (error: unknown) => this.failed(flow, reporter, undefined, error),
           )
-        : this.fromCache(next, route, flow, report, described);
+        : this.fromCache(next, route, flow, reporter, described);
     } catch (error) {
-      return this.failed(flow, report, undefined, error);
+      return this.failed(flow, reporter, undefined, error);
     }
   }
 
@@ -159,69 +155,41 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
     route: RouteOptions,
     flow: RequestFlow,
-    report: Reporter,
+    reporter: OutcomeReporter,
     request: IdempotentRequest | undefined,
   ): Delivery | Promise<Delivery> {
     try {
       if (!request) {
         return lastValueFrom(next.handle(), { defaultValue: undefined }).then(
           (value: unknown) => ({ value }),
-          (error: unknown) => this.failed(flow, report, undefined, error),
+          (error: unknown) => this.failed(flow, reporter, undefined, error),
         );
       }
       const cached = this.cache.get(request.id);
       if (!cached) {
         // Fingerprinted here, before anything is claimed: a body without one gets its 400 now.
         void request.requestHash;
-        return this.proceed(route, flow, report, request);
+        return this.proceed(route, flow, reporter, request);
       }
       if (!CompletedResponseCache.answers(cached, request)) throw IdempotencyRejection.keyReused();
-      report('replayed', cached.response.statusCode);
+      reporter.report('replayed', cached.response.statusCode);
       const replayed = this.replayed(flow, request, cached.response);
       return replayed instanceof Promise
-        ? replayed.catch((error: unknown) => this.failed(flow, report, request, error))
+        ? replayed.catch((error: unknown) => this.failed(flow, reporter, request, error))
         : replayed;
     } catch (error) {
-      return this.failed(flow, report, request, error);
+      return this.failed(flow, reporter, request, error);
     }
-  }
-
-  /**
-   * Reports the request's outcome as one event: an onReplay hook or a header that throws after
-   * the outcome was reported must not report it a second time as released.
-   */
-  private reporter(route: RouteOptions, flow: RequestFlow): Reporter {
-    const started = performance.now();
-    const mode = route.phased ? 'phased' : 'atomic';
-    let reported = false;
-    const report = (
-      type: IdempotencyEventType,
-      statusCode?: number,
-      reason?: UnreadableRecordReason,
-    ) => {
-      if (reported) return;
-      reported = true;
-      this.events.emit({
-        type,
-        scope: flow.eventScope,
-        mode,
-        statusCode,
-        durationMs: performance.now() - started,
-        ...(reason && { reason }),
-      });
-    };
-    report.started = started;
-    return report;
   }
 
   /** Everything past the replay cache: the in-memory wait, the run, the recorded outcome. */
   private async proceed(
     route: RouteOptions,
     flow: RequestFlow,
-    report: Reporter,
+    reporter: OutcomeReporter,
     request: IdempotentRequest,
   ): Promise<Delivery> {
-    const { started } = report;
+    const { started } = reporter;
     try {
       // Inside the app's own transaction, a fresh outcome is not committed yet when it comes
       // back: that transaction may still roll back, so only the database may replay it.
@@ -234,7 +202,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         flight = led instanceof Promise ? await led : led;
       }
       if (flight && 'replay' in flight) {
-        report('replayed', flight.replay.statusCode);
+        reporter.report('replayed', flight.replay.statusCode);
         const replayed = this.replayed(flow, request, flight.replay);
         return replayed instanceof Promise ? await replayed : replayed;
       }
@@ -257,15 +225,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (outcome.kind === 'replayed') {
         this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
         this.remember(request, outcome.response, expiresInMs);
-        report('replayed', outcome.response.statusCode);
+        reporter.report('replayed', outcome.response.statusCode);
         const replayed = this.replayed(flow, request, outcome.response);
         return replayed instanceof Promise ? await replayed : replayed;
       }
       if (!joinsTransaction) this.remember(request, outcome.response, expiresInMs);
-      report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
+      reporter.report(outcome.failed ? 'stored_failure' : 'completed', outcome.response.statusCode);
       return flow.deliver(outcome.response);
     } catch (error) {
-      return this.failed(flow, report, request, error);
+      return this.failed(flow, reporter, request, error);
     }
   }
 
@@ -277,13 +245,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
   /** What a failure of the request means to its client: a problem, a response, or the error. */
   private failed(
     flow: RequestFlow,
-    report: Reporter,
+    reporter: OutcomeReporter,
     request: IdempotentRequest | undefined,
     error: unknown,
   ): Delivery {
     if (error instanceof IdempotencyRejection) {
       this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
-      report(error.reason, error.status, error.unreadableReason);
+      reporter.report(error.reason, error.status, error.unreadableReason);
       return flow.reject(error);
     }
     if (isDatabaseUnavailable(error)) {
@@ -291,10 +259,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
         `key ${request?.label ?? '-'} released: the database could not be reached (${String(error)})`,
       );
       const unavailable = IdempotencyRejection.databaseUnavailable(this.options.retryAfterSeconds);
-      report('released', unavailable.status);
+      reporter.report('released', unavailable.status);
       return flow.reject(unavailable);
     }
-    report('released', error instanceof UnstoredOutcome ? error.response.statusCode : undefined);
+    reporter.report(
+      'released',
+      error instanceof UnstoredOutcome ? error.response.statusCode : undefined,
+    );
     if (error instanceof UnstoredOutcome) return flow.deliver(error.response);
     throw error;
   }
