@@ -38,8 +38,10 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const RUNNING = new WeakSet<object>();
 
 /**
- * The request flow of an `@Idempotent()` route: read the key, the tenant and the fingerprint,
- * hand the request to its mode (atomic or phased), and send what it decided. No SQL here.
+ * An `@Idempotent()` route or mutation: its flow (`HttpRequestFlow`, `GraphqlMutationFlow`)
+ * reads the key, the tenant and the fingerprint and sends what was decided; in between, this
+ * class answers from the replay cache or a twin in flight, or hands the request to its mode
+ * (atomic or phased), and reports the outcome. No SQL here.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
