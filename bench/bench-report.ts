@@ -117,21 +117,28 @@ export function benchFigures(
  * the plain handler, (k) answering the bare route), and the library's share above it.
  */
 function shares(runs: Map<ScenarioId, ScenarioRun[]>): Share[] {
-  const difference = (x: number, y: number) => x - y;
-  const ratio = (x: number, y: number) => x / y;
-  const parts: [string, (x: number, y: number) => number, ScenarioId, ScenarioId][] = [
-    ["Nest's charge for an interceptor around the handler", difference, 'j', 'b'],
-    ["the library's own share of a create", difference, 'a', 'j'],
-    ["Nest's charge for an interceptor that answers", ratio, 'k', 'g'],
-    ["the library's own share of a cached replay", ratio, 'c', 'k'],
+  const parts: [string, Combination, ScenarioId, ScenarioId][] = [
+    ["Nest's charge for an interceptor around the handler", DIFFERENCE, 'j', 'b'],
+    ["the library's own share of a create", DIFFERENCE, 'a', 'j'],
+    ["Nest's charge for an interceptor that answers", RATIO, 'k', 'g'],
+    ["the library's own share of a cached replay", RATIO, 'c', 'k'],
   ];
-  return parts.flatMap(([name, combine, x, y]) => {
+  return parts.flatMap(([name, { combine, operator, unit }, x, y]) => {
     const perRound = pairedByRound(runs, combine, x, y);
-    const unit = combine === ratio ? 'x' : ' ms';
-    const measure = `app CPU (${x}) ${combine === ratio ? '/' : '-'} (${y})`;
+    const measure = `app CPU (${x}) ${operator} (${y})`;
     return perRound.length > 0 ? [{ name, measure, value: median(perRound), unit, perRound }] : [];
   });
 }
+
+/** How two scenarios' app CPU per request are set against each other, and how it is printed. */
+interface Combination {
+  combine: (x: number, y: number) => number;
+  operator: '-' | '/';
+  unit: string;
+}
+
+const DIFFERENCE: Combination = { combine: (x, y) => x - y, operator: '-', unit: ' ms' };
+const RATIO: Combination = { combine: (x, y) => x / y, operator: '/', unit: 'x' };
 
 /**
  * `combine` of two scenarios' app CPU per request, round by round: the two runs of one round are
@@ -164,8 +171,8 @@ function targetChecks(
     limit: number,
     unit: string,
   ): TargetCheck => ({ name, measure, value, limit, unit, met: value <= limit, perRound });
-  const replayOverBare = pairedByRound(runs, (c, g) => c / g, 'c', 'g');
-  const createOverPlain = pairedByRound(runs, (a, b) => a - b, 'a', 'b');
+  const replayOverBare = pairedByRound(runs, RATIO.combine, 'c', 'g');
+  const createOverPlain = pairedByRound(runs, DIFFERENCE.combine, 'a', 'b');
   return [
     check(
       'a cached replay over the bare route',

@@ -57,7 +57,20 @@ export function routePattern(context: ExecutionContext, request: HttpRequestLike
   return `/${[controllerPath, handlerPath].flat().join('/')}`.replace(/\/+/g, '/');
 }
 
-export function headerValue(request: HttpRequestLike, name: string): string | undefined {
+function headerValue(request: HttpRequestLike, name: string): string | undefined {
   const value = request.headers[name.toLowerCase()];
   return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * The values of the headers `fingerprintHeaders` names, as the fingerprint takes them (undefined
+ * where the request has none, or when there is no HTTP request at all).
+ */
+export function fingerprintedHeaders(
+  request: HttpRequestLike | undefined,
+  names: readonly string[],
+): Record<string, string | undefined> {
+  return Object.fromEntries(
+    names.map((name) => [name, request ? headerValue(request, name) : undefined]),
+  );
 }

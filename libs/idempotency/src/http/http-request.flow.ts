@@ -8,7 +8,7 @@ import {
   requestFingerprint,
   verbatimRequest,
 } from './fingerprint';
-import { headerValue, type HttpRequestLike, httpResponse } from './http-exchange';
+import { fingerprintedHeaders, type HttpRequestLike, httpResponse } from './http-exchange';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
@@ -80,9 +80,7 @@ export class HttpRequestFlow implements RequestFlow {
       params: request.params,
       query: request.query,
       body: request.body,
-      headers: Object.fromEntries(
-        options.fingerprintHeaders.map((name) => [name, headerValue(request, name)]),
-      ),
+      headers: fingerprintedHeaders(request, options.fingerprintHeaders),
     };
     return new DescribedHttpRequest(
       this.context,

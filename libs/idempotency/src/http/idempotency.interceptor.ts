@@ -240,7 +240,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Keeps a committed outcome in the replay cache, with the text of the request it answers. */
-  private remember(request: IdempotentRequest, response: StoredResponse, expiresInMs: number) {
+  private remember(
+    request: IdempotentRequest,
+    response: StoredResponse,
+    expiresInMs: number,
+  ): void {
     this.cache.set(request.id, request.requestHash, response, expiresInMs, request.verbatim);
   }
 

@@ -1,7 +1,7 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
 import type { GraphQLResolveInfo, ResponsePath } from 'graphql';
 import { keyLabel } from '../fingerprint';
-import { headerValue, type HttpRequestLike, underlyingRequest } from '../http-exchange';
+import { fingerprintedHeaders, type HttpRequestLike, underlyingRequest } from '../http-exchange';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyProblemType, IdempotencyRejection } from '../idempotency.errors';
 import type { StoredResponse } from '../idempotency.options';
@@ -72,9 +72,7 @@ export class GraphqlMutationFlow implements RequestFlow {
     const requestHash = operationFingerprint(
       graphqlLibrary(),
       this.info,
-      Object.fromEntries(
-        fingerprintHeaders.map((name) => [name, request ? headerValue(request, name) : undefined]),
-      ),
+      fingerprintedHeaders(request, fingerprintHeaders),
     );
     let label: string | undefined;
     const described: IdempotentRequest = {
