@@ -38,6 +38,6 @@ export class BenchOrdersController {
     @Body() dto: CreateOrderDto,
     @Res({ passthrough: true }) response: unknown,
   ): Promise<OrderView> {
-    return this.orders.create(tenantId, dto, response);
+    return this.create(tenantId, dto, response);
   }
 }
