@@ -9,15 +9,20 @@ export interface BenchOptions {
   connections: number;
   /** A short run for CI: checks that every figure is produced, not what it is. */
   smoke: boolean;
+  /**
+   * The Node.js binary that runs the demo processes; the benchmark's own by default. Nest's
+   * charge for an interceptor depends on it (see docs/benchmark.md, "The Node.js version").
+   */
+  demoNode: string;
 }
 
-const FULL: Omit<BenchOptions, 'smoke'> = {
+const FULL: Omit<BenchOptions, 'smoke' | 'demoNode'> = {
   rounds: 5,
   durationSeconds: 5,
   warmupSeconds: 3,
   connections: 32,
 };
-const SMOKE: Omit<BenchOptions, 'smoke'> = {
+const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode'> = {
   rounds: 1,
   // Two seconds, not one: a create on a busy CI machine can take most of a second, and a run
   // that completes none has no figures to check.
@@ -26,17 +31,22 @@ const SMOKE: Omit<BenchOptions, 'smoke'> = {
   connections: 32,
 };
 
-const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N]
-  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS (arguments win)`;
+const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N] [--node=PATH]
+  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_NODE (arguments win)
+  --node: the Node.js binary that runs the demo (default: the one running the benchmark)`;
 
 /** `--name=value` arguments first, then `BENCH_<NAME>` variables, then the defaults. */
-export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
+export function benchOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ownNode: string = process.execPath,
+): BenchOptions {
   const args = new Map<string, string>();
   for (const arg of argv) {
     const match = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
     if (
       !match ||
-      !['smoke', 'rounds', 'duration', 'warmup', 'connections', 'help'].includes(match[1])
+      !['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'help'].includes(match[1])
     ) {
       throw new Error(`unknown argument "${arg}"\n${USAGE}`);
     }
@@ -63,5 +73,6 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     warmupSeconds: read('warmup', defaults.warmupSeconds, false),
     connections: read('connections', defaults.connections, true),
     smoke,
+    demoNode: args.get('node') || env.BENCH_NODE || ownNode,
   };
 }

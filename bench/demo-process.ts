@@ -33,8 +33,9 @@ export class DemoProcess {
   }
 
   /**
-   * `faults`: `DEMO_FAULTS=1`, for the probes that need `X-Demo-Fault`; never for the measured
-   * rounds. `settings`: environment variables of a variant (encryption on, say).
+   * `node`: the Node.js binary to run it with. `faults`: `DEMO_FAULTS=1`, for the probes that
+   * need `X-Demo-Fault`; never for the measured rounds. `settings`: environment variables of a
+   * variant (encryption on, say).
    */
   static async start(
     databaseUrl: string,
@@ -43,6 +44,7 @@ export class DemoProcess {
      * that no caller forgets it: a demo started without it shared the load generator's CPU.
      */
     cpu: number | undefined,
+    node: string,
     faults = false,
     settings: NodeJS.ProcessEnv = {},
   ): Promise<DemoProcess> {
@@ -62,9 +64,7 @@ export class DemoProcess {
     if (faults) env.DEMO_FAULTS = '1';
     else delete env.DEMO_FAULTS;
     const [command, args] =
-      cpu === undefined
-        ? [process.execPath, [DEMO_MAIN]]
-        : ['taskset', ['-c', String(cpu), process.execPath, DEMO_MAIN]];
+      cpu === undefined ? [node, [DEMO_MAIN]] : ['taskset', ['-c', String(cpu), node, DEMO_MAIN]];
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
     await demo.waitUntilHealthy();

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
@@ -29,6 +30,7 @@ import {
  */
 async function main(): Promise<void> {
   const options = benchOptions(process.argv.slice(2), process.env);
+  const demoNodeVersion = nodeVersion(options.demoNode);
   const started = Date.now();
   // Before PostgreSQL starts, so that it runs beside the load generator, not beside the demo.
   const pinning = pinCpus();
@@ -43,12 +45,18 @@ async function main(): Promise<void> {
     for (const variant of new Set(all.map((scenario) => scenario.variant))) {
       demos.set(
         variant,
-        await DemoProcess.start(database.url, pinning?.demoCpu, false, variantEnvironment(variant)),
+        await DemoProcess.start(
+          database.url,
+          pinning?.demoCpu,
+          options.demoNode,
+          false,
+          variantEnvironment(variant),
+        ),
       );
     }
     demo = demos.get('default');
     if (!demo) throw new Error('no scenario runs on the default demo');
-    console.log(header(options, database.description, pinning));
+    console.log(header(options, database.description, pinning, demoNodeVersion));
     await completeReplayKeys(demo, runId);
 
     const runs = await measure(demos, database, all, options);
@@ -61,7 +69,7 @@ async function main(): Promise<void> {
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
     for (const measured of demos.values()) await measured.stop();
     demos.clear();
-    demo = await DemoProcess.start(database.url, pinning?.demoCpu, true);
+    demo = await DemoProcess.start(database.url, pinning?.demoCpu, options.demoNode, true);
     console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
     const problems = invalidities(figures);
@@ -128,12 +136,14 @@ function header(
   options: BenchOptions,
   databaseDescription: string,
   pinning: CpuPinning | undefined,
+  demoNodeVersion: string,
 ): string {
   const cpu = cpus();
   const { rounds, durationSeconds, warmupSeconds, connections } = options;
   return [
     `nestjs-pg-idempotency benchmark${options.smoke ? ' (smoke run)' : ''}`,
-    `machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, ` +
+    `machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ` +
+      `the demo on Node ${demoNodeVersion}, the load generator on Node ${process.version}, ` +
       databaseDescription,
     pinning
       ? `CPUs: the demo processes on CPU ${pinning.demoCpu}; autocannon and PostgreSQL on CPU ${pinning.otherCpus}`
@@ -176,6 +186,15 @@ async function completeReplayKeys(demo: DemoProcess, runId: string): Promise<voi
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
+}
+
+/** The version of the Node.js binary at `node`; fails loudly for anything that is not one. */
+function nodeVersion(node: string): string {
+  try {
+    return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  } catch (error) {
+    throw new Error(`the demo's Node.js "${node}" does not run`, { cause: error });
+  }
 }
 
 /** The 1-minute load average: how busy the machine was besides the benchmark. */
