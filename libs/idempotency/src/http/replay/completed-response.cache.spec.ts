@@ -51,4 +51,17 @@ describe('CompletedResponseCache', () => {
     off.set(id('a'), 'h', response('a'), 60_000);
     expect(off.get(id('a'))).toBeUndefined();
   });
+
+  it('keeps the recently used through many evictions: a full cache holds the newest and the touched', () => {
+    const cache = new CompletedResponseCache(resolveOptions({ replayCache: { maxEntries: 1000 } }));
+    for (let index = 0; index < 5000; index++) {
+      cache.set(id(`k${index}`), 'h', response(String(index)), 60_000);
+      if (index % 100 === 0) expect(cache.get(id('k0'))).toBeDefined();
+    }
+    expect(cache.get(id('k0'))?.response.body.toString()).toBe('0');
+    expect(cache.get(id('k1'))).toBeUndefined();
+    expect(cache.get(id('k4000'))).toBeUndefined();
+    expect(cache.get(id('k4001'))?.response.body.toString()).toBe('4001');
+    expect(cache.get(id('k4999'))?.response.body.toString()).toBe('4999');
+  });
 });
