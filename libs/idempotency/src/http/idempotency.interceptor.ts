@@ -28,6 +28,7 @@ import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
 import { TransactionHostRef } from './transaction-host.ref';
+import { debugEnabled } from '../shared/debug-enabled';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -225,7 +226,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
         response: outcome.response,
       });
       if (outcome.kind === 'replayed') {
-        this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        if (debugEnabled(this.logger)) {
+          this.logger.debug(`key ${request.label} replayed (${outcome.response.statusCode})`);
+        }
         this.remember(request, outcome.response, expiresInMs);
         reporter.report('replayed', outcome.response.statusCode);
         const replayed = this.replayed(flow, request, outcome.response);
@@ -256,7 +259,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     error: unknown,
   ): Delivery {
     if (error instanceof IdempotencyRejection) {
-      this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+      if (debugEnabled(this.logger)) {
+        this.logger.debug(`key ${request?.label ?? '-'} rejected: ${error.problem.title}`);
+      }
       reporter.report(error.reason, error.status, error.unreadableReason);
       return flow.reject(error);
     }

@@ -23,6 +23,7 @@ import { RecordSealer } from '../sealing/record-sealer';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { BatchedTransaction } from './batched-transaction';
 import { PreparedStatements } from './prepared-statements';
+import { debugEnabled } from '../../shared/debug-enabled';
 
 /** How the transaction around the handler sends the claim and the record. */
 interface ClaimedTransaction {
@@ -74,12 +75,17 @@ export class AtomicRunner implements IdempotentRunner {
   /** What a failed run means to the caller: a lost race is a 409, the rest goes on as it is. */
   private failure(request: IdempotentRequest, error: unknown): unknown {
     if (error instanceof ClaimConflictError) {
-      this.logger.debug(
-        `key ${request.label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
-      );
+      if (debugEnabled(this.logger)) {
+        this.logger.debug(
+          `key ${request.label} met a concurrent request (${error.lockTimeout ? 'lock timeout' : 'serialization failure'})`,
+        );
+      }
       return IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
     }
-    if (!(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome)) {
+    if (
+      !(error instanceof IdempotencyRejection || error instanceof UnstoredOutcome) &&
+      debugEnabled(this.logger)
+    ) {
       this.logger.debug(`key ${request.label} released after a transient failure`);
     }
     return error;
@@ -160,7 +166,9 @@ export class AtomicRunner implements IdempotentRunner {
       : await settleHandler(request, this.options, rollBack);
     const recording = transaction.record(response);
     if (recording) await recording;
-    this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
+    if (debugEnabled(this.logger)) {
+      this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
+    }
     return { kind: 'executed', response, failed };
   }
 

@@ -17,6 +17,7 @@ import type { LeaseClaim } from './lease.statements';
 import { LeaseStore } from './lease.store';
 import { PHASES } from './phases.decorator';
 import { RecordSealer } from '../sealing/record-sealer';
+import { debugEnabled } from '../../shared/debug-enabled';
 
 type LeaseOrReplay =
   | { claimed: true; lease: Extract<LeaseClaim, { claimed: true }> }
@@ -42,7 +43,7 @@ export class PhasedRunner implements IdempotentRunner {
   ) {}
 
   async run(request: IdempotentRequest): Promise<Outcome> {
-    const { id, label, route } = request;
+    const { id, route } = request;
     const owner = randomUUID();
     const leaseSeconds = route.leaseSeconds ?? this.options.leaseSeconds;
     const claimStarted = performance.now();
@@ -54,8 +55,10 @@ export class PhasedRunner implements IdempotentRunner {
       mode: 'phased',
       claimMs: performance.now() - claimStarted,
     });
-    if (claim.lease.recoveryPoint) {
-      this.logger.debug(`key ${label} resumed after recovery point ${claim.lease.recoveryPoint}`);
+    if (claim.lease.recoveryPoint && debugEnabled(this.logger)) {
+      this.logger.debug(
+        `key ${request.label} resumed after recovery point ${claim.lease.recoveryPoint}`,
+      );
     }
 
     const phases = new LeasedPhases({
@@ -76,19 +79,25 @@ export class PhasedRunner implements IdempotentRunner {
       const { response, failed } = await settleHandler(request, this.options);
       if (!(await this.leases.completeLease(id, owner, response)))
         throw new LeaseLostError('finished');
-      this.logger.debug(`key ${label} completed with ${response.statusCode}`);
+      if (debugEnabled(this.logger)) {
+        this.logger.debug(`key ${request.label} completed with ${response.statusCode}`);
+      }
       return { kind: 'executed', response, failed };
     } catch (error) {
       if (error instanceof LeaseLostError) {
-        this.logger.warn(`key ${label}: ${error.message}; another attempt owns it now`);
+        this.logger.warn(`key ${request.label}: ${error.message}; another attempt owns it now`);
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
       }
       // Transient (or not stored): the recovery points stay, the lease ends now, so the
       // client's retry resumes at once instead of waiting for the lease to run out.
       await this.leases.releaseLease(id, owner).catch((releaseError: unknown) => {
-        this.logger.warn(`key ${label}: could not release the lease (${String(releaseError)})`);
+        this.logger.warn(
+          `key ${request.label}: could not release the lease (${String(releaseError)})`,
+        );
       });
-      this.logger.debug(`key ${label} released its lease after a failure`);
+      if (debugEnabled(this.logger)) {
+        this.logger.debug(`key ${request.label} released its lease after a failure`);
+      }
       throw error;
     }
   }
