@@ -88,6 +88,8 @@ export class HttpRequestFlow implements RequestFlow {
       this.route,
       { tenantId: tenantId ?? '', scope: this.eventScope, key },
       sent,
+      // Only the replay cache reads the text: without it, no request pays the JSON.stringify.
+      options.replayCache.enabled ? verbatimRequest(sent) : undefined,
     );
   }
 
@@ -113,7 +115,6 @@ export class HttpRequestFlow implements RequestFlow {
  */
 class DescribedHttpRequest implements IdempotentRequest {
   readonly serializeOptions?: ClassTransformOptions;
-  readonly verbatim?: string;
   private fingerprint?: string;
   private keyLabel?: string;
 
@@ -123,9 +124,10 @@ class DescribedHttpRequest implements IdempotentRequest {
     readonly route: RouteOptions,
     readonly id: KeyId,
     private readonly sent: FingerprintInput,
+    /** Taken now, before the handler runs: it may change the body it was given. */
+    readonly verbatim: string | undefined,
   ) {
     this.serializeOptions = route.serializeOptions;
-    this.verbatim = verbatimRequest(sent);
   }
 
   get requestHash(): string {
