@@ -41,32 +41,19 @@ export function benchOptions(
   env: NodeJS.ProcessEnv,
   ownNode: string = process.execPath,
 ): BenchOptions {
-  const args = new Map<string, string>();
-  for (const arg of argv) {
-    const match = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
-    if (
-      !match ||
-      !['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'help'].includes(match[1])
-    ) {
-      throw new Error(`unknown argument "${arg}"\n${USAGE}`);
-    }
-    args.set(match[1], match[2] ?? 'true');
-  }
+  const args = namedArguments(
+    argv,
+    ['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'help'],
+    USAGE,
+  );
   if (args.has('help')) {
     console.log(USAGE);
     process.exit(0);
   }
   const smoke = args.get('smoke') === 'true' || env.BENCH_SMOKE === '1';
   const defaults = smoke ? SMOKE : FULL;
-  const read = (name: string, fallback: number, integer: boolean): number => {
-    const raw = args.get(name) ?? env[`BENCH_${name.toUpperCase()}`];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-      throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'}, got "${raw}"`);
-    }
-    return value;
-  };
+  const read = (name: string, fallback: number, integer: boolean): number =>
+    positiveNumber(name, args.get(name) ?? env[`BENCH_${name.toUpperCase()}`], fallback, integer);
   return {
     rounds: read('rounds', defaults.rounds, true),
     durationSeconds: read('duration', defaults.durationSeconds, false),
@@ -75,4 +62,34 @@ export function benchOptions(
     smoke,
     demoNode: args.get('node') || env.BENCH_NODE || ownNode,
   };
+}
+
+/** `--name=value` (or `--name`, read as `true`) arguments by name; any other name throws. */
+export function namedArguments(
+  argv: readonly string[],
+  names: readonly string[],
+  usage: string,
+): Map<string, string> {
+  const args = new Map<string, string>();
+  for (const arg of argv) {
+    const match = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
+    if (!match || !names.includes(match[1])) throw new Error(`unknown argument "${arg}"\n${usage}`);
+    args.set(match[1], match[2] ?? 'true');
+  }
+  return args;
+}
+
+/** A positive number (an integer when `integer`), `fallback` when unset or empty. */
+export function positiveNumber(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  integer: boolean,
+): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'}, got "${raw}"`);
+  }
+  return value;
 }

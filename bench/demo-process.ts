@@ -104,6 +104,13 @@ export class DemoProcess {
     }
   }
 
+  /** The demo's own process id (`taskset` execs it in place). */
+  get pid(): number {
+    const pid = this.child.pid;
+    if (pid === undefined) throw new Error('the demo process did not start');
+    return pid;
+  }
+
   logs(): string {
     return this.logTail.join('\n');
   }

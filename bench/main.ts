@@ -7,17 +7,13 @@ import { type BenchOptions, benchOptions } from './bench-options';
 import { benchFigures, formatFigures, invalidities } from './bench-report';
 import { type CpuPinning, pinCpus } from './cpu-pinning';
 import { DemoProcess } from './demo-process';
-import { runScenario, type ScenarioRun } from './run-scenario';
+import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
+import { completeReplayKeys } from './replay-keys';
 import {
-  DATABASE_REPLAY_KEYS,
-  databaseReplayKey,
-  ORDER_BODY,
-  replayKey,
   type Scenario,
   type ScenarioId,
   scenarios,
-  TENANT_KEYS,
   type DemoVariant,
   variantEnvironment,
 } from './scenarios';
@@ -102,18 +98,7 @@ async function measure(
     return demo;
   };
   for (const scenario of all) {
-    // A fixed number of requests first, however long they take: a process that never served
-    // one still opens its pool (every connection authenticates) and compiles its code, which a
-    // short timed warm-up on a busy CPU may not see through.
-    await runScenario(demoOf(scenario), database, scenario, 'warmup', {
-      connections: options.connections,
-      durationSeconds: options.warmupSeconds,
-      amount: options.connections * 4,
-    });
-    await runScenario(demoOf(scenario), database, scenario, 'warmup', {
-      connections: options.connections,
-      durationSeconds: options.warmupSeconds,
-    });
+    await warmUp(demoOf(scenario), database, scenario, options);
   }
   const runs = new Map<ScenarioId, ScenarioRun[]>(all.map((scenario) => [scenario.id, []]));
   for (let round = 1; round <= options.rounds; round++) {
@@ -153,39 +138,6 @@ function header(
       `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
     '',
   ].join('\n');
-}
-
-/**
- * Scenario (c) replays a key that completed before any measurement, and (h) cycles through
- * `DATABASE_REPLAY_KEYS` more; each is completed for each tenant, a few at a time.
- */
-async function completeReplayKeys(demo: DemoProcess, runId: string): Promise<void> {
-  const keys = [
-    replayKey(runId),
-    ...Array.from({ length: DATABASE_REPLAY_KEYS }, (_, index) => databaseReplayKey(runId, index)),
-  ];
-  const creates = keys.flatMap((key) =>
-    TENANT_KEYS.map((authorization) => ({ key, authorization })),
-  );
-  const worker = async () => {
-    for (let next = creates.shift(); next; next = creates.shift()) {
-      const response = await fetch(`${demo.url}/v1/orders`, {
-        method: 'POST',
-        headers: {
-          authorization: next.authorization,
-          'content-type': 'application/json',
-          'idempotency-key': next.key,
-        },
-        body: ORDER_BODY,
-      });
-      if (response.status !== 201) {
-        throw new Error(
-          `completing the replay key ${next.key} answered ${response.status}: ${await response.text()}`,
-        );
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
 }
 
 /** The version of the Node.js binary at `node`; fails loudly for anything that is not one. */

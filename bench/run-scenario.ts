@@ -76,3 +76,27 @@ export async function runScenario(
     postgresCpuMs: measured ? postgresCpuAfter - postgresCpuBefore : undefined,
   };
 }
+
+/**
+ * Runs a scenario unmeasured before its measured runs: a fixed number of requests first,
+ * however long they take (a process that never served one still opens its pool, every
+ * connection authenticating, and compiles its code, which a short timed warm-up on a busy CPU
+ * may not see through), then `warmupSeconds` of load.
+ */
+export async function warmUp(
+  demo: DemoProcess,
+  database: BenchDatabase,
+  scenario: Scenario,
+  settings: { connections: number; warmupSeconds: number },
+): Promise<void> {
+  const { connections, warmupSeconds } = settings;
+  await runScenario(demo, database, scenario, 'warmup', {
+    connections,
+    durationSeconds: warmupSeconds,
+    amount: connections * 4,
+  });
+  await runScenario(demo, database, scenario, 'warmup', {
+    connections,
+    durationSeconds: warmupSeconds,
+  });
+}

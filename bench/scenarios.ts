@@ -11,7 +11,9 @@ export const ORDER_BODY = JSON.stringify({
   currency: 'usd',
 });
 
-export type ScenarioId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k';
+export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k'] as const;
+
+export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 /**
  * Which demo process serves a scenario: the default one, or a twin. A setting's cost is read

@@ -1,0 +1,47 @@
+import { namedArguments, positiveNumber } from './bench-options';
+import { SCENARIO_IDS, type ScenarioId } from './scenarios';
+
+/** What `npm run bench:profile` profiles, and how. */
+export interface ProfileOptions {
+  /** The scenarios, in the order given; the first two are compared part by part. */
+  scenarios: ScenarioId[];
+  /** Seconds of load per scenario while perf samples the demo. */
+  seconds: number;
+  /** perf's sampling rate, samples per CPU second of the demo. */
+  frequencyHz: number;
+  connections: number;
+  /** The Node.js binary that runs the demo. */
+  demoNode: string;
+}
+
+const USAGE = `usage: npm run bench:profile -- --scenarios=a,b [--seconds=S] [--frequency=HZ] [--connections=N] [--node=PATH]
+  --scenarios: scenario letters of npm run bench, comma-separated; the first two are compared part by part
+  --seconds: load per scenario while perf samples (default 8); --frequency: samples per CPU second (default 999)`;
+
+/** `--name=value` arguments; the demo's Node.js as in `npm run bench` (`--node`, `BENCH_NODE`). */
+export function profileOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ownNode: string = process.execPath,
+): ProfileOptions {
+  const args = namedArguments(
+    argv,
+    ['scenarios', 'seconds', 'frequency', 'connections', 'node'],
+    USAGE,
+  );
+  const scenarios = (args.get('scenarios') ?? '').split(',').filter((id) => id !== '');
+  if (scenarios.length === 0) throw new Error(`--scenarios is required\n${USAGE}`);
+  for (const id of scenarios) {
+    if (!(SCENARIO_IDS as readonly string[]).includes(id))
+      throw new Error(`unknown scenario "${id}": one of ${SCENARIO_IDS.join(', ')}`);
+  }
+  const positive = (name: string, fallback: number, integer: boolean): number =>
+    positiveNumber(`--${name}`, args.get(name), fallback, integer);
+  return {
+    scenarios: scenarios as ScenarioId[],
+    seconds: positive('seconds', 8, false),
+    frequencyHz: positive('frequency', 999, true),
+    connections: positive('connections', 32, true),
+    demoNode: args.get('node') || env.BENCH_NODE || ownNode,
+  };
+}

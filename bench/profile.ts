@@ -1,0 +1,157 @@
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { type BenchDatabase, openBenchDatabase } from './bench-database';
+import { pinCpus } from './cpu-pinning';
+import { DemoProcess } from './demo-process';
+import {
+  formatParts,
+  formatTopDifferences,
+  parsePerfReport,
+  type RequestProfile,
+  requestProfile,
+} from './perf-profile';
+import { profileOptions } from './profile-options';
+import { completeReplayKeys } from './replay-keys';
+import { runScenario, warmUp } from './run-scenario';
+import { type DemoVariant, scenarios, variantEnvironment } from './scenarios';
+
+/** Node writes /tmp/perf-<pid>.map with it: perf then names JavaScript functions. */
+const PERF_MAP_FLAG = '--perf-basic-prof-only-functions';
+/** How many symbols of the difference between the first two scenarios are listed. */
+const TOP_SYMBOLS = 25;
+
+/**
+ * `npm run bench:profile -- --scenarios=a,b`: where a request's CPU goes, by Linux `perf` on a
+ * demo process set up as in `npm run bench` (same database, scenarios, pinning, warm-up). Each
+ * scenario runs under `perf record` in turn; the report gives microseconds of demo CPU per
+ * request by part (the library's JavaScript, each dependency's, Node's core, V8's garbage
+ * collector and inline caches, the kernel) and what the first scenario pays beyond the second.
+ */
+async function main(): Promise<void> {
+  const options = profileOptions(process.argv.slice(2), process.env);
+  assertPerfRuns();
+  const pinning = pinCpus();
+  const workDirectory = mkdtempSync(join(tmpdir(), 'bench-profile-'));
+  const demos = new Map<DemoVariant, DemoProcess>();
+  let database: BenchDatabase | undefined;
+  try {
+    database = await openBenchDatabase(process.env);
+    const runId = randomUUID().slice(0, 8);
+    const chosen = options.scenarios.map((id) => {
+      const scenario = scenarios(runId).find((each) => each.id === id);
+      if (!scenario) throw new Error(`no scenario ${id}`);
+      return scenario;
+    });
+    // The default process always starts: it completes the keys that (c) and (h) replay.
+    for (const variant of new Set<DemoVariant>([
+      'default',
+      ...chosen.map((each) => each.variant),
+    ])) {
+      const settings = variantEnvironment(variant);
+      settings.NODE_OPTIONS = [process.env.NODE_OPTIONS, PERF_MAP_FLAG].filter(Boolean).join(' ');
+      demos.set(
+        variant,
+        await DemoProcess.start(database.url, pinning?.demoCpu, options.demoNode, false, settings),
+      );
+    }
+    const demoOf = (variant: DemoVariant): DemoProcess => {
+      const demo = demos.get(variant);
+      if (!demo) throw new Error(`no demo process for the ${variant} variant`);
+      return demo;
+    };
+    await completeReplayKeys(demoOf('default'), runId);
+    for (const scenario of chosen) {
+      await warmUp(demoOf(scenario.variant), database, scenario, {
+        connections: options.connections,
+        warmupSeconds: 3,
+      });
+    }
+    const profiles: { id: string; profile: RequestProfile }[] = [];
+    for (const scenario of chosen) {
+      const demo = demoOf(scenario.variant);
+      const data = join(workDirectory, `${scenario.id}.perf.data`);
+      const recorder = await startRecording(demo.pid, data, options.frequencyHz);
+      const run = await runScenario(demo, database, scenario, 'profile', {
+        connections: options.connections,
+        durationSeconds: options.seconds,
+      });
+      await stopRecording(recorder);
+      const report = execFileSync(
+        'perf',
+        ['report', '-i', data, '--no-children', '--sort', 'sym', '-q', '-F', 'sample,sym'],
+        { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      const profile = requestProfile(
+        parsePerfReport(report),
+        options.frequencyHz,
+        run.serverRequests,
+      );
+      profiles.push({ id: scenario.id, profile });
+      console.log(
+        `(${scenario.id}) ${scenario.title}: ${run.serverRequests} requests in ${run.seconds} s, ` +
+          `${(run.appCpuMs / run.serverRequests).toFixed(3)} ms of demo CPU each by its own clock`,
+      );
+    }
+    console.log(`\nDemo CPU per request by part, from perf (${options.frequencyHz} Hz):\n`);
+    console.log(formatParts(profiles));
+    if (profiles.length >= 2) {
+      console.log(
+        `\nThe symbols that make most of (${profiles[0].id}) − (${profiles[1].id}), µs per request:\n`,
+      );
+      console.log(formatTopDifferences(profiles[0].profile, profiles[1].profile, TOP_SYMBOLS));
+    }
+  } finally {
+    for (const demo of demos.values()) {
+      const pid = demo.pid;
+      await demo.stop();
+      rmSync(join(tmpdir(), `perf-${pid}.map`), { force: true });
+    }
+    await database?.close();
+    rmSync(workDirectory, { recursive: true, force: true });
+  }
+}
+
+/** perf must run and be allowed to sample another process; said plainly when it is not. */
+function assertPerfRuns(): void {
+  const probe = spawnSync('perf', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      'npm run bench:profile needs Linux perf (Debian: apt-get install linux-perf), and the ' +
+        'right to sample another process (root, or kernel.perf_event_paranoid <= 1)',
+    );
+  }
+}
+
+/** `perf record` of the demo's process, on its CPU clock; resolves once perf is attached. */
+async function startRecording(
+  pid: number,
+  output: string,
+  frequencyHz: number,
+): Promise<ChildProcess> {
+  const recorder = spawn(
+    'perf',
+    ['record', '-e', 'cpu-clock', '-F', String(frequencyHz), '-p', String(pid), '-o', output],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let errors = '';
+  recorder.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  if (recorder.exitCode !== null)
+    throw new Error(`perf record stopped at once (${recorder.exitCode}): ${errors.trim()}`);
+  return recorder;
+}
+
+/** Stops perf as Ctrl-C does, so that it writes its data file out. */
+async function stopRecording(recorder: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => recorder.once('exit', resolve));
+  recorder.kill('SIGINT');
+  await exited;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
