@@ -1,49 +1,87 @@
 import {
+  byLibraryFunction,
+  byOwner,
   byPart,
-  formatParts,
+  formatGroups,
   formatTopDifferences,
-  parsePerfReport,
+  ownerOf,
+  parsePerfScript,
   partOf,
   requestProfile,
 } from './perf-profile';
 import { profileOptions } from './profile-options';
 
-// The shape of `perf report --no-children --sort sym -q -F sample,sym`, as perf 6 prints it.
-const CREATE_REPORT = `
-     400  [k] pvm_irq_enable
-     300  [.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>
-     200  [.] Builtins_KeyedLoadIC_Megamorphic
-     100  [.] JS:*proceed /work/main/dist/apps/payments-api/libs/idempotency/src/http/idempotency.interceptor.js:162:18
-     100  [.] JS:*parse /work/main/node_modules/pg-protocol/dist/parser.js:26:10
-      50  [.] JS:*create /work/main/dist/apps/payments-api/apps/payments-api/src/orders/orders.controller.js:39:10
-`;
-const PLAIN_REPORT = `
-     400  [k] pvm_irq_enable
-     100  [.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>
-     100  [.] JS:*parse /work/main/node_modules/pg-protocol/dist/parser.js:26:10
-`;
+// The shape of `perf script -F ip,sym` of a `perf record -g`: a blank line between samples,
+// the innermost frame first, kernel addresses in the upper half.
+const LIB = '/w/dist/apps/payments-api/libs/idempotency/src/http';
+const sample = (...frames: string[]) =>
+  frames.map((frame, index) => `\t${(0x1000 + index).toString(16)} ${frame}`).join('\n');
+const kernel = (name: string) => `\tffffffff8170d256 ${name}`;
+const WRITE_FOR_PG = [
+  kernel('pvm_irq_enable'),
+  '\t7f00 __GI___libc_write',
+  sample(
+    'JS:*writeGeneric node:internal/stream_base_commons:147:22',
+    'JS:*_send /w/node_modules/pg/lib/connection.js:170:8',
+    `JS:*commit ${LIB}/atomic/batched-transaction.js:159:9`,
+  ),
+].join('\n');
+const SCAVENGE_FOR_LIBRARY = sample(
+  'v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>',
+  'Builtins_CEntry',
+  `JS:*captureResponse ${LIB}/stored-response.js:22:1`,
+);
+const EVENT_LOOP = [kernel('do_epoll_wait'), '\t108cae epoll_pwait'].join('\n');
+const CORE_ALONE = sample('Builtins_LoadIC', 'JS:*end node:_http_outgoing:1034:45');
+const samples = (...stacks: string[]) => `\n${stacks.join('\n\n\n')}\n\n`;
+// 10 samples: 4 kernel writes for pg, 3 scavenges for the library, 2 polls, 1 in Node's core.
+const CREATE_SCRIPT = samples(
+  ...Array<string>(4).fill(WRITE_FOR_PG),
+  ...Array<string>(3).fill(SCAVENGE_FOR_LIBRARY),
+  ...Array<string>(2).fill(EVENT_LOOP),
+  CORE_ALONE,
+);
+// 5 samples: 4 kernel writes for pg, 1 in Node's core.
+const PLAIN_SCRIPT = samples(...Array<string>(4).fill(WRITE_FOR_PG), CORE_ALONE);
 
 describe('perf profile of a scenario', () => {
-  it('reads sample counts by symbol and skips other lines', () => {
-    expect(parsePerfReport(`# header\n\n${PLAIN_REPORT}`)).toEqual([
-      { samples: 400, symbol: '[k] pvm_irq_enable' },
-      {
-        samples: 100,
-        symbol: '[.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>',
-      },
-      {
-        samples: 100,
-        symbol: '[.] JS:*parse /work/main/node_modules/pg-protocol/dist/parser.js:26:10',
-      },
+  it('reads one stack per sample, innermost frame first, kernel frames marked', () => {
+    const stacks = parsePerfScript(samples(WRITE_FOR_PG, EVENT_LOOP));
+    expect(stacks).toHaveLength(2);
+    expect(stacks[0]).toEqual([
+      '[k] pvm_irq_enable',
+      '__GI___libc_write',
+      'JS:*writeGeneric node:internal/stream_base_commons:147:22',
+      'JS:*_send /w/node_modules/pg/lib/connection.js:170:8',
+      `JS:*commit ${LIB}/atomic/batched-transaction.js:159:9`,
     ]);
+    expect(stacks[1]).toEqual(['[k] do_epoll_wait', 'epoll_pwait']);
   });
 
   it('turns samples into microseconds per request: a sample is one period of the CPU clock', () => {
-    // 1,000 Hz: a sample is 1 ms; 600 samples over 100 requests are 6 ms, 6,000 µs, each.
-    const profile = requestProfile(parsePerfReport(PLAIN_REPORT), 1000, 100);
-    expect(byPart(profile).get('all')).toBeCloseTo(6000);
-    expect(profile.bySymbol.get('[k] pvm_irq_enable')).toBeCloseTo(4000);
+    // 1,000 Hz: a sample is 1 ms; 10 samples over 100 requests are 100 µs each.
+    const profile = requestProfile(parsePerfScript(CREATE_SCRIPT), 1000, 100);
+    expect(byPart(profile).get('all')).toBeCloseTo(100);
+    expect(profile.bySymbol.get('[k] pvm_irq_enable')).toBeCloseTo(40);
     expect(() => requestProfile([], 1000, 0)).toThrow('at least one request');
+  });
+
+  it("gives each sample to the JavaScript it ran for, outside Node's core", () => {
+    const owners = byOwner(requestProfile(parsePerfScript(CREATE_SCRIPT), 1000, 100));
+    expect(owners.get('pg')).toBeCloseTo(40);
+    expect(owners.get('library')).toBeCloseTo(30);
+    expect(owners.get('Node.js core alone')).toBeCloseTo(10);
+    const library = byLibraryFunction(requestProfile(parsePerfScript(CREATE_SCRIPT), 1000, 100));
+    expect([...library]).toEqual([
+      ['captureResponse (http/stored-response.js)', expect.closeTo(30) as number],
+      ['all', expect.closeTo(30) as number],
+    ]);
+    expect(owners.get('no JavaScript: kernel (system calls, wake-ups, interrupts)')).toBeCloseTo(
+      20,
+    );
+    expect(
+      ownerOf(['[k] x', 'JS:*f /w/dist/apps/payments-api/apps/payments-api/src/a.js:1:1']),
+    ).toBe('demo');
   });
 
   it('puts each symbol in the part of the request it belongs to', () => {
@@ -75,22 +113,23 @@ describe('perf profile of a scenario', () => {
     expect(partOf('[.] __memmove_avx512_unaligned_erms')).toMatch(/^libc/);
   });
 
-  it("prints the parts per scenario and the first one's excess over the second", () => {
-    const create = requestProfile(parsePerfReport(CREATE_REPORT), 1000, 100);
-    const plain = requestProfile(parsePerfReport(PLAIN_REPORT), 1000, 100);
-    const table = formatParts([
-      { id: 'a', profile: create },
-      { id: 'b', profile: plain },
+  it("prints the groups per scenario and the first one's excess over the second", () => {
+    const create = requestProfile(parsePerfScript(CREATE_SCRIPT), 1000, 100);
+    const plain = requestProfile(parsePerfScript(PLAIN_SCRIPT), 1000, 100);
+    const table = formatGroups('part', [
+      { id: 'a', groups: byPart(create) },
+      { id: 'b', groups: byPart(plain) },
     ]).split('\n');
     expect(table[0]).toBe('| part | (a) µs / request | (b) µs / request | (a) − (b) |');
-    expect(table[2]).toBe('| all | 11500.0 | 6000.0 | +5500.0 |');
-    // The largest excess first; the kernel's, equal in both, after every part that grew.
-    expect(table[3]).toBe('| V8 garbage collector | 3000.0 | 1000.0 | +2000.0 |');
-    expect(table.at(-1)).toMatch(/^\| kernel .* \| 4000\.0 \| 4000\.0 \| \+0\.0 \|$/);
+    expect(table[1]).toBe('| --- | --- | --- | --- |');
+    expect(table[2]).toBe('| all | 100.0 | 50.0 | +50.0 |');
+    // The largest excess first: the scavenges' 30 µs, then the kernel's 60 against 40.
+    expect(table[3]).toBe('| V8 garbage collector | 30.0 | 0.0 | +30.0 |');
+    expect(table[4]).toBe('| kernel (system calls, wake-ups, interrupts) | 60.0 | 40.0 | +20.0 |');
     const top = formatTopDifferences(create, plain, 2).split('\n');
     expect(top).toEqual([
-      `+2000.0 µs  [.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>`,
-      `+2000.0 µs  [.] Builtins_KeyedLoadIC_Megamorphic`,
+      '  +30.0 µs  v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>',
+      '  +20.0 µs  [k] do_epoll_wait',
     ]);
   });
 

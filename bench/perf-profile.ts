@@ -1,7 +1,8 @@
 /**
- * What `perf report` says about one scenario, per request: samples of the demo process by
- * symbol, turned into microseconds of CPU per request and grouped into the parts a request
- * pays for. Pure functions; `profile.ts` runs perf and prints them.
+ * What `perf` says about one scenario, per request: the demo process's samples, turned into
+ * microseconds of CPU per request and grouped two ways, by what the innermost frame does
+ * (`partOf`) and by the JavaScript on whose behalf it ran (`ownerOf`). Pure functions;
+ * `profile.ts` runs perf and prints them.
  *
  * perf samples the process at a fixed rate of its own CPU clock, so a symbol's samples times
  * the sampling period is the CPU time spent in it, whatever the machine did meanwhile. Unlike
@@ -9,47 +10,90 @@
  * C++ (garbage collector, inline-cache misses), which is most of what a request costs.
  */
 
-/** One line of `perf report -F sample,sym`: how many samples landed in a symbol. */
-export interface SymbolSamples {
-  symbol: string;
-  samples: number;
-}
-
-/** A scenario's profile: microseconds of demo CPU per request, by symbol. */
+/** A scenario's profile: microseconds of demo CPU per request, by symbol and by owner. */
 export interface RequestProfile {
   requests: number;
+  /** By the symbol a sample landed in; kernel symbols as `[k] name`. */
   bySymbol: Map<string, number>;
+  /** By the JavaScript on whose behalf it ran (`ownerOf`). */
+  byOwner: Map<string, number>;
+  /** The library's part of `byOwner`, by its function that ran or asked for the work. */
+  byLibraryFunction: Map<string, number>;
 }
 
 /**
- * Reads `perf report --no-children --sort sym -q -g none -F sample,sym`: one symbol per line,
- * its sample count first. Lines of another shape (headers, blank lines) are skipped.
+ * Reads `perf script -F ip,sym` of a `perf record -g`: one stack per sample, innermost frame
+ * first, kernel frames (addresses of the kernel's upper half) as `[k] name`.
  */
-export function parsePerfReport(text: string): SymbolSamples[] {
-  const lines: SymbolSamples[] = [];
+export function parsePerfScript(text: string): string[][] {
+  const stacks: string[][] = [];
+  let frames: string[] = [];
   for (const line of text.split('\n')) {
-    const match = /^\s*(\d+)\s+(\S.*?)\s*$/.exec(line);
-    if (match) lines.push({ samples: Number(match[1]), symbol: match[2] });
+    const frame = /^\s*([0-9a-f]+)\s+(.*?)\s*$/.exec(line);
+    if (frame) {
+      const kernel = frame[1].length === 16 && frame[1].startsWith('ffff');
+      frames.push(kernel ? `[k] ${frame[2]}` : frame[2]);
+    } else if (line.trim() === '' && frames.length > 0) {
+      stacks.push(frames);
+      frames = [];
+    }
   }
-  return lines;
+  if (frames.length > 0) stacks.push(frames);
+  return stacks;
 }
 
 /** Samples taken `frequencyHz` times a CPU second, over `requests` requests. */
 export function requestProfile(
-  lines: readonly SymbolSamples[],
+  stacks: readonly (readonly string[])[],
   frequencyHz: number,
   requests: number,
 ): RequestProfile {
   if (requests <= 0) throw new Error('a profile needs at least one request');
-  const microsecondsPerSample = 1e6 / frequencyHz;
+  const each = 1e6 / frequencyHz / requests;
   const bySymbol = new Map<string, number>();
-  for (const { symbol, samples } of lines) {
-    bySymbol.set(
-      symbol,
-      (bySymbol.get(symbol) ?? 0) + (samples * microsecondsPerSample) / requests,
-    );
+  const byOwner = new Map<string, number>();
+  const byLibraryFunction = new Map<string, number>();
+  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + each);
+  for (const stack of stacks) {
+    add(bySymbol, stack[0] ?? '[unknown]');
+    const owner = ownerOf(stack);
+    add(byOwner, owner);
+    const frame = owner === 'library' ? stack.find((each) => isLibraryFrame(each)) : undefined;
+    if (frame) add(byLibraryFunction, functionOf(frame));
   }
-  return { requests, bySymbol };
+  return { requests, bySymbol, byOwner, byLibraryFunction };
+}
+
+/** `JS:*render /…/libs/idempotency/src/http/atomic/batched-transaction.js:193:11` -> `render (http/atomic/batched-transaction.js)`. */
+function functionOf(frame: string): string {
+  const match =
+    /^JS:\W?(\S*)\s+\S*?(?:libs\/idempotency\/src|nestjs-pg-idempotency\/dist)\/(\S+?):\d+/.exec(
+      frame,
+    );
+  return match ? `${match[1] || '(anonymous)'} (${match[2]})` : frame;
+}
+
+function isLibraryFrame(frame: string): boolean {
+  return frame.startsWith('JS:') && packageOf(frame) === 'library';
+}
+
+/**
+ * On whose behalf a sample ran: the package of the innermost JavaScript frame outside Node's
+ * core (a socket write for pg belongs to pg, a garbage collection that an allocation of the
+ * library's started belongs to the library). A stack with Node's core alone belongs to it; one
+ * without JavaScript (the event loop's polling, V8's background tasks) to what its innermost
+ * frame does.
+ */
+export function ownerOf(stack: readonly string[]): string {
+  let core = false;
+  for (const frame of stack) {
+    if (!frame.startsWith('JS:')) continue;
+    const owner = packageOf(frame);
+    if (owner !== 'Node.js core') return owner;
+    core = true;
+  }
+  if (core) return 'Node.js core alone';
+  return `no JavaScript: ${partOf(stack[0] ?? '[unknown]')}`;
 }
 
 /**
@@ -96,52 +140,70 @@ function packageOf(frame: string): string {
   return 'other';
 }
 
-/** Microseconds per request by part, for each profile, with the whole as 'all'. */
+/** Microseconds per request by part (`partOf` of the innermost frame), with the whole as 'all'. */
 export function byPart(profile: RequestProfile): Map<string, number> {
-  const parts = new Map<string, number>();
+  return withTotal(profile.bySymbol, partOf);
+}
+
+/** Microseconds per request by the library's function (`byLibraryFunction`), with its whole as 'all'. */
+export function byLibraryFunction(profile: RequestProfile): Map<string, number> {
+  return withTotal(profile.byLibraryFunction, (name) => name);
+}
+
+/** Microseconds per request by owner (`ownerOf`), with the whole as 'all'. */
+export function byOwner(profile: RequestProfile): Map<string, number> {
+  return withTotal(profile.byOwner, (owner) => owner);
+}
+
+function withTotal(
+  values: ReadonlyMap<string, number>,
+  groupOf: (key: string) => string,
+): Map<string, number> {
+  const groups = new Map<string, number>();
   let all = 0;
-  for (const [symbol, microseconds] of profile.bySymbol) {
-    const part = partOf(symbol);
-    parts.set(part, (parts.get(part) ?? 0) + microseconds);
+  for (const [key, microseconds] of values) {
+    const group = groupOf(key);
+    groups.set(group, (groups.get(group) ?? 0) + microseconds);
     all += microseconds;
   }
-  parts.set('all', all);
-  return parts;
+  groups.set('all', all);
+  return groups;
 }
 
 /**
- * A table of the parts, one column per scenario and, when there are two or more, the first
- * minus the second: what the first scenario pays beyond the second, part by part. Parts under
- * `minimumMicroseconds` in every column are left out.
+ * A table of groups (`byPart`, `byOwner`), one column per scenario and, when there are two or
+ * more, the first minus the second: what the first scenario pays beyond the second, group by
+ * group. Groups under `minimumMicroseconds` in every column are left out.
  */
-export function formatParts(
-  profiles: readonly { id: string; profile: RequestProfile }[],
+export function formatGroups(
+  heading: string,
+  columns: readonly { id: string; groups: ReadonlyMap<string, number> }[],
   minimumMicroseconds = 1,
 ): string {
-  const parts = profiles.map(({ profile }) => byPart(profile));
-  const names = new Set(parts.flatMap((part) => [...part.keys()]));
+  const compared = columns.length >= 2;
   const difference = (name: string): number =>
-    parts.length >= 2 ? (parts[0].get(name) ?? 0) - (parts[1].get(name) ?? 0) : 0;
-  const rows = [...names]
+    compared ? (columns[0].groups.get(name) ?? 0) - (columns[1].groups.get(name) ?? 0) : 0;
+  const rows = [...new Set(columns.flatMap(({ groups }) => [...groups.keys()]))]
     .filter(
       (name) =>
-        name === 'all' || parts.some((part) => (part.get(name) ?? 0) >= minimumMicroseconds),
+        name === 'all' ||
+        columns.some(({ groups }) => (groups.get(name) ?? 0) >= minimumMicroseconds),
     )
     .sort((a, b) =>
       a === 'all' ? -1 : b === 'all' ? 1 : difference(b) - difference(a) || a.localeCompare(b),
     );
   const header = [
-    '| part | ',
-    profiles.map(({ id }) => `(${id}) µs / request`).join(' | '),
-    parts.length >= 2 ? ` | (${profiles[0].id}) − (${profiles[1].id})` : '',
+    `| ${heading} | `,
+    columns.map(({ id }) => `(${id}) µs / request`).join(' | '),
+    compared ? ` | (${columns[0].id}) − (${columns[1].id})` : '',
     ' |',
   ].join('');
-  const rule = `| --- |${' --- |'.repeat(profiles.length + (parts.length >= 2 ? 1 : 0))}`;
+  const rule = `| --- |${' --- |'.repeat(columns.length + (compared ? 1 : 0))}`;
   const body = rows.map((name) =>
     [
       `| ${name} | `,
-      parts.map((part) => (part.get(name) ?? 0).toFixed(1)).join(' | '),
-      parts.length >= 2 ? ` | ${signed(difference(name))}` : '',
+      columns.map(({ groups }) => (groups.get(name) ?? 0).toFixed(1)).join(' | '),
+      compared ? ` | ${signed(difference(name))}` : '',
       ' |',
     ].join(''),
   );

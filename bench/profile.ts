@@ -7,9 +7,12 @@ import { type BenchDatabase, openBenchDatabase } from './bench-database';
 import { pinCpus } from './cpu-pinning';
 import { DemoProcess } from './demo-process';
 import {
-  formatParts,
+  byLibraryFunction,
+  byOwner,
+  byPart,
+  formatGroups,
   formatTopDifferences,
-  parsePerfReport,
+  parsePerfScript,
   type RequestProfile,
   requestProfile,
 } from './perf-profile';
@@ -18,7 +21,11 @@ import { completeReplayKeys } from './replay-keys';
 import { runScenario, warmUp } from './run-scenario';
 import { type DemoVariant, scenarios, variantEnvironment } from './scenarios';
 
-/** Node writes /tmp/perf-<pid>.map with it: perf then names JavaScript functions. */
+/**
+ * Node writes /tmp/perf-<pid>.map with it: perf then names JavaScript functions. Not with
+ * `--interpreted-frames-native-stack`: the interpreter trampolines it makes per function are
+ * freed and their addresses reused, so that hot code took the names of start-up code.
+ */
 const PERF_MAP_FLAG = '--perf-basic-prof-only-functions';
 /** How many symbols of the difference between the first two scenarios are listed. */
 const TOP_SYMBOLS = 25;
@@ -79,13 +86,13 @@ async function main(): Promise<void> {
         durationSeconds: options.seconds,
       });
       await stopRecording(recorder);
-      const report = execFileSync(
-        'perf',
-        ['report', '-i', data, '--no-children', '--sort', 'sym', '-q', '-F', 'sample,sym'],
-        { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
-      );
+      const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], {
+        encoding: 'utf8',
+        maxBuffer: 1024 * 1024 * 1024,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       const profile = requestProfile(
-        parsePerfReport(report),
+        parsePerfScript(script),
         options.frequencyHz,
         run.serverRequests,
       );
@@ -95,8 +102,35 @@ async function main(): Promise<void> {
           `${(run.appCpuMs / run.serverRequests).toFixed(3)} ms of demo CPU each by its own clock`,
       );
     }
-    console.log(`\nDemo CPU per request by part, from perf (${options.frequencyHz} Hz):\n`);
-    console.log(formatParts(profiles));
+    console.log(
+      `\nDemo CPU per request, by what the code sampled does (perf, ${options.frequencyHz} Hz):\n`,
+    );
+    console.log(
+      formatGroups(
+        'part',
+        profiles.map(({ id, profile }) => ({ id, groups: byPart(profile) })),
+      ),
+    );
+    console.log(
+      "\nThe same samples by the JavaScript they ran for: the innermost frame outside Node's core" +
+        ' (a socket write for pg counts for pg, V8 work for the code that asked for it):\n',
+    );
+    console.log(
+      formatGroups(
+        'on behalf of',
+        profiles.map(({ id, profile }) => ({ id, groups: byOwner(profile) })),
+      ),
+    );
+    console.log(
+      "\nThe library's part by its function that ran, or asked for, the work (its innermost frame):\n",
+    );
+    console.log(
+      formatGroups(
+        'library function',
+        profiles.map(({ id, profile }) => ({ id, groups: byLibraryFunction(profile) })),
+        2,
+      ),
+    );
     if (profiles.length >= 2) {
       console.log(
         `\nThe symbols that make most of (${profiles[0].id}) − (${profiles[1].id}), µs per request:\n`,
@@ -133,7 +167,7 @@ async function startRecording(
 ): Promise<ChildProcess> {
   const recorder = spawn(
     'perf',
-    ['record', '-e', 'cpu-clock', '-F', String(frequencyHz), '-p', String(pid), '-o', output],
+    ['record', '-e', 'cpu-clock', '-F', String(frequencyHz), '-g', '-p', String(pid), '-o', output],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let errors = '';
