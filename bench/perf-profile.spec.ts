@@ -110,6 +110,8 @@ describe('perf profile of a scenario', () => {
     );
     expect(partOf('[.] JS:*end node:_http_outgoing:1034:45')).toBe('JS Node.js core');
     expect(partOf('[.] node::StreamBase::CallJSOnreadMethod')).toBe('Node.js and libuv (C++)');
+    expect(partOf('node::(anonymous namespace)::Parser::Execute')).toBe('Node.js and libuv (C++)');
+    expect(partOf('llhttp_execute')).toBe('Node.js and libuv (C++)');
     expect(partOf('[.] __memmove_avx512_unaligned_erms')).toMatch(/^libc/);
   });
 

@@ -1,8 +1,8 @@
 /**
  * What `perf` says about one scenario, per request: the demo process's samples, turned into
- * microseconds of CPU per request and grouped two ways, by what the innermost frame does
- * (`partOf`) and by the JavaScript on whose behalf it ran (`ownerOf`). Pure functions;
- * `profile.ts` runs perf and prints them.
+ * microseconds of CPU per request and grouped by what the innermost frame does (`partOf`), by
+ * the JavaScript on whose behalf it ran (`ownerOf`) and, for the library, by its function.
+ * Pure functions; `profile.ts` runs perf and prints them.
  *
  * perf samples the process at a fixed rate of its own CPU clock, so a symbol's samples times
  * the sampling period is the CPU time spent in it, whatever the machine did meanwhile. Unlike
@@ -49,16 +49,17 @@ export function requestProfile(
   requests: number,
 ): RequestProfile {
   if (requests <= 0) throw new Error('a profile needs at least one request');
-  const each = 1e6 / frequencyHz / requests;
+  const perSample = 1e6 / frequencyHz / requests;
   const bySymbol = new Map<string, number>();
   const byOwner = new Map<string, number>();
   const byLibraryFunction = new Map<string, number>();
-  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + each);
+  const add = (map: Map<string, number>, key: string) =>
+    map.set(key, (map.get(key) ?? 0) + perSample);
   for (const stack of stacks) {
     add(bySymbol, stack[0] ?? '[unknown]');
     const owner = ownerOf(stack);
     add(byOwner, owner);
-    const frame = owner === 'library' ? stack.find((each) => isLibraryFrame(each)) : undefined;
+    const frame = owner === 'library' ? stack.find(isLibraryFrame) : undefined;
     if (frame) add(byLibraryFunction, functionOf(frame));
   }
   return { requests, bySymbol, byOwner, byLibraryFunction };
@@ -105,6 +106,8 @@ export function partOf(symbol: string): string {
   const name = symbol.replace(/^\[[.kgu]\]\s+/, '');
   if (symbol.startsWith('[k]')) return 'kernel (system calls, wake-ups, interrupts)';
   if (name.startsWith('JS:')) return `JS ${packageOf(name)}`;
+  // Before V8's parts: Node's HTTP parser is no V8 parser.
+  if (/^(node::|uv_|uv__|llhttp)/.test(name)) return 'Node.js and libuv (C++)';
   if (/JsonParser|JsonStringifier/.test(name)) return 'V8 JSON.parse and JSON.stringify';
   if (
     /Scaveng|MarkCompact|ConcurrentMarking|Marking|Sweep|Evacuat|Heap::|Heap_|GCTracer|FreeList|PagedSpace|MemoryAllocator|MemoryChunk|IncrementalMarking|Sweeper/.test(
@@ -125,7 +128,6 @@ export function partOf(symbol: string): string {
   if (/Promise|Microtask|Async|Await|Generator/.test(name))
     return 'V8 promises and async functions';
   if (name.startsWith('Builtins_')) return 'V8 other built-ins';
-  if (/^(node::|uv_|uv__)/.test(name)) return 'Node.js and libuv (C++)';
   if (/malloc|free|^mem|__GI_|^__|libc/.test(name)) return 'libc (memory, system call stubs)';
   return 'V8 other';
 }

@@ -18,7 +18,7 @@ import {
 } from './perf-profile';
 import { profileOptions } from './profile-options';
 import { completeReplayKeys } from './replay-keys';
-import { runScenario, warmUp } from './run-scenario';
+import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
 import { type DemoVariant, scenarios, variantEnvironment } from './scenarios';
 
 /**
@@ -27,15 +27,18 @@ import { type DemoVariant, scenarios, variantEnvironment } from './scenarios';
  * freed and their addresses reused, so that hot code took the names of start-up code.
  */
 const PERF_MAP_FLAG = '--perf-basic-prof-only-functions';
+/** As `npm run bench` warms each scenario up by default. */
+const WARMUP_SECONDS = 3;
 /** How many symbols of the difference between the first two scenarios are listed. */
 const TOP_SYMBOLS = 25;
 
 /**
  * `npm run bench:profile -- --scenarios=a,b`: where a request's CPU goes, by Linux `perf` on a
  * demo process set up as in `npm run bench` (same database, scenarios, pinning, warm-up). Each
- * scenario runs under `perf record` in turn; the report gives microseconds of demo CPU per
- * request by part (the library's JavaScript, each dependency's, Node's core, V8's garbage
- * collector and inline caches, the kernel) and what the first scenario pays beyond the second.
+ * scenario runs under `perf record -g` in turn. The report gives microseconds of demo CPU per
+ * request by part (the kernel, V8's garbage collector and inline caches, each package's
+ * JavaScript), by the package on whose behalf it ran, and the library's part by function,
+ * each with what the first scenario pays beyond the second.
  */
 async function main(): Promise<void> {
   const options = profileOptions(process.argv.slice(2), process.env);
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
     for (const scenario of chosen) {
       await warmUp(demoOf(scenario.variant), database, scenario, {
         connections: options.connections,
-        warmupSeconds: 3,
+        warmupSeconds: WARMUP_SECONDS,
       });
     }
     const profiles: { id: string; profile: RequestProfile }[] = [];
@@ -81,11 +84,15 @@ async function main(): Promise<void> {
       const demo = demoOf(scenario.variant);
       const data = join(workDirectory, `${scenario.id}.perf.data`);
       const recorder = await startRecording(demo.pid, data, options.frequencyHz);
-      const run = await runScenario(demo, database, scenario, 'profile', {
-        connections: options.connections,
-        durationSeconds: options.seconds,
-      });
-      await stopRecording(recorder);
+      let run: ScenarioRun;
+      try {
+        run = await runScenario(demo, database, scenario, 'profile', {
+          connections: options.connections,
+          durationSeconds: options.seconds,
+        });
+      } finally {
+        await stopRecording(recorder);
+      }
       const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], {
         encoding: 'utf8',
         maxBuffer: 1024 * 1024 * 1024,
