@@ -57,25 +57,39 @@ export function requestProfile(
     map.set(key, (map.get(key) ?? 0) + perSample);
   for (const stack of stacks) {
     add(bySymbol, stack[0] ?? '[unknown]');
-    const owner = ownerOf(stack);
-    add(byOwner, owner);
-    const frame = owner === 'library' ? stack.find(isLibraryFrame) : undefined;
-    if (frame) add(byLibraryFunction, functionOf(frame));
+    const own = ownFrame(stack);
+    add(byOwner, ownerOfFrame(own, stack));
+    if (own.frame !== undefined && own.owner === 'library')
+      add(byLibraryFunction, functionOf(own.frame));
   }
   return { requests, bySymbol, byOwner, byLibraryFunction };
 }
 
+/** Where the library's files are: the workspace's build of it, or the installed package. */
+const LIBRARY_ROOT = /(?:libs\/idempotency|node_modules\/nestjs-pg-idempotency)\/(?:src\/|dist\/)?/;
+const LIBRARY_FRAME = new RegExp(`^JS:\\W?(\\S*)\\s+\\S*?${LIBRARY_ROOT.source}(\\S+?):\\d+`);
+
 /** `JS:*render /…/libs/idempotency/src/http/atomic/batched-transaction.js:193:11` -> `render (http/atomic/batched-transaction.js)`. */
 function functionOf(frame: string): string {
-  const match =
-    /^JS:\W?(\S*)\s+\S*?(?:libs\/idempotency\/src|nestjs-pg-idempotency\/dist)\/(\S+?):\d+/.exec(
-      frame,
-    );
+  const match = LIBRARY_FRAME.exec(frame);
   return match ? `${match[1] || '(anonymous)'} (${match[2]})` : frame;
 }
 
-function isLibraryFrame(frame: string): boolean {
-  return frame.startsWith('JS:') && packageOf(frame) === 'library';
+/**
+ * The innermost JavaScript frame outside Node's core, with its package; undefined when the
+ * stack has none. `core` says whether Node's core had a frame on it.
+ */
+function ownFrame(
+  stack: readonly string[],
+): { frame: string; owner: string } | { frame?: undefined; core: boolean } {
+  let core = false;
+  for (const frame of stack) {
+    if (!frame.startsWith('JS:')) continue;
+    const owner = packageOf(frame);
+    if (owner !== 'Node.js core') return { frame, owner };
+    core = true;
+  }
+  return { core };
 }
 
 /**
@@ -86,14 +100,12 @@ function isLibraryFrame(frame: string): boolean {
  * frame does.
  */
 export function ownerOf(stack: readonly string[]): string {
-  let core = false;
-  for (const frame of stack) {
-    if (!frame.startsWith('JS:')) continue;
-    const owner = packageOf(frame);
-    if (owner !== 'Node.js core') return owner;
-    core = true;
-  }
-  if (core) return 'Node.js core alone';
+  return ownerOfFrame(ownFrame(stack), stack);
+}
+
+function ownerOfFrame(own: ReturnType<typeof ownFrame>, stack: readonly string[]): string {
+  if (own.frame !== undefined) return own.owner;
+  if (own.core) return 'Node.js core alone';
   return `no JavaScript: ${partOf(stack[0] ?? '[unknown]')}`;
 }
 
@@ -134,7 +146,7 @@ export function partOf(symbol: string): string {
 
 /** `JS:*parse /path/node_modules/pg-protocol/dist/parser.js:26:10` -> `pg-protocol`. */
 function packageOf(frame: string): string {
-  if (/libs\/idempotency\/|node_modules\/nestjs-pg-idempotency\//.test(frame)) return 'library';
+  if (LIBRARY_ROOT.test(frame)) return 'library';
   if (/apps\/payments-api\//.test(frame)) return 'demo';
   const dependency = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(frame);
   if (dependency) return dependency[1];
