@@ -11,7 +11,18 @@ describe('benchmark options', () => {
       connections: 32,
       smoke: false,
       demoNode: OWN_NODE,
+      redisUrl: undefined,
     });
+  });
+
+  it('compares with the peer on Redis only when given one, by --redis or BENCH_REDIS_URL', () => {
+    const url = 'redis://127.0.0.1:6379';
+    expect(benchOptions([], { BENCH_REDIS_URL: url }, OWN_NODE).redisUrl).toBe(url);
+    expect(
+      benchOptions(['--redis=redis://other:6379'], { BENCH_REDIS_URL: url }, OWN_NODE).redisUrl,
+    ).toBe('redis://other:6379');
+    expect(benchOptions([], { BENCH_REDIS_URL: '' }, OWN_NODE).redisUrl).toBeUndefined();
+    expect(() => benchOptions(['--redis'], {}, OWN_NODE)).toThrow('--redis needs a URL');
   });
 
   it('takes the demo’s Node.js from BENCH_NODE, and from --node over it', () => {

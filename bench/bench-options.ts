@@ -14,15 +14,20 @@ export interface BenchOptions {
    * charge for an interceptor depends on it (see docs/benchmark.md, "The Node.js version").
    */
   demoNode: string;
+  /**
+   * The Redis of the peer library's second pair of scenarios, (n) and (o); without it they do
+   * not run (the peer in memory, (l) and (m), always does).
+   */
+  redisUrl?: string;
 }
 
-const FULL: Omit<BenchOptions, 'smoke' | 'demoNode'> = {
+const FULL: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
   rounds: 5,
   durationSeconds: 5,
   warmupSeconds: 3,
   connections: 32,
 };
-const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode'> = {
+const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
   rounds: 1,
   // Two seconds, not one: a create on a busy CI machine can take most of a second, and a run
   // that completes none has no figures to check.
@@ -31,9 +36,10 @@ const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode'> = {
   connections: 32,
 };
 
-const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N] [--node=PATH]
-  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_NODE (arguments win)
-  --node: the Node.js binary that runs the demo (default: the one running the benchmark)`;
+const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N] [--node=PATH] [--redis=URL]
+  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_NODE, BENCH_REDIS_URL (arguments win)
+  --node: the Node.js binary that runs the demo (default: the one running the benchmark)
+  --redis: a Redis for the peer library's records, e.g. redis://127.0.0.1:6379 (default: the peer in memory only)`;
 
 /** `--name=value` arguments first, then `BENCH_<NAME>` variables, then the defaults. */
 export function benchOptions(
@@ -43,7 +49,7 @@ export function benchOptions(
 ): BenchOptions {
   const args = namedArguments(
     argv,
-    ['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'help'],
+    ['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'redis', 'help'],
     USAGE,
   );
   if (args.has('help')) {
@@ -61,7 +67,15 @@ export function benchOptions(
     connections: read('connections', defaults.connections, true),
     smoke,
     demoNode: args.get('node') || env.BENCH_NODE || ownNode,
+    redisUrl: redisUrl(args, env),
   };
+}
+
+/** `--redis=URL`, else `BENCH_REDIS_URL`; undefined when neither is set (or both are empty). */
+export function redisUrl(args: Map<string, string>, env: NodeJS.ProcessEnv): string | undefined {
+  const url = args.get('redis') || env.BENCH_REDIS_URL || undefined;
+  if (url === 'true') throw new Error('--redis needs a URL, e.g. --redis=redis://127.0.0.1:6379');
+  return url;
 }
 
 /** `--name=value` (or `--name`, read as `true`) arguments by name; any other name throws. */

@@ -4,7 +4,7 @@ import { type ScenarioId, scenarios } from './scenarios';
 
 /** The checks the smoke run relies on: a run is invalid when a figure is missing or wrong. */
 describe('benchmark figures', () => {
-  const all = scenarios('test');
+  const all = scenarios('test', true);
 
   function run(overrides: Partial<ScenarioRun> = {}): ScenarioRun {
     return {
@@ -121,5 +121,43 @@ describe('benchmark figures', () => {
     expect(formatFigures(benchFigures(all, rounds))).toContain(
       "Nest's charge for an interceptor around the handler: app CPU (j) - (b) = 0.100 ms",
     );
+  });
+
+  it("holds a create and a cached replay against the peer's req/s on Redis, round by round", () => {
+    const perSecond = (counts: number[]) =>
+      counts.map((count) => run({ latenciesMs: Array.from({ length: count }, () => 1) }));
+    const rounds = new Map(all.map((scenario) => [scenario.id, perSecond([10, 20, 10])]));
+    rounds.set('a', perSecond([10, 20, 10]));
+    rounds.set('n', perSecond([12, 22, 11]));
+    rounds.set('c', perSecond([30, 60, 30]));
+    rounds.set('o', perSecond([27, 60, 24]));
+    const [create, replay] = benchFigures(all, rounds).targets.slice(3);
+    expect(create).toMatchObject({
+      name: "a create at least as fast as the peer's on Redis",
+      measure: 'req/s (n) / (a), median of the rounds',
+      met: false,
+    });
+    expect(create.perRound.map((value) => Number(value.toFixed(2)))).toEqual([1.2, 1.1, 1.1]);
+    expect(create.value).toBeCloseTo(1.1);
+    expect(replay.value).toBeCloseTo(0.9);
+    expect(replay.met).toBe(true);
+  });
+
+  it('holds them against the peer in memory when the Redis scenarios did not run', () => {
+    const withoutRedis = scenarios('test', false);
+    expect(withoutRedis.map((scenario) => scenario.id)).not.toContain('n');
+    expect(withoutRedis.map((scenario) => scenario.id)).not.toContain('o');
+    const figures = benchFigures(
+      withoutRedis,
+      new Map(withoutRedis.map((scenario) => [scenario.id, [run()]])),
+    );
+    expect(figures.targets.slice(3).map((target) => target.measure)).toEqual([
+      'req/s (l) / (a), median of the rounds',
+      'req/s (m) / (c), median of the rounds',
+    ]);
+    expect(figures.shares.map((share) => share.measure)).toEqual(
+      expect.arrayContaining(['app CPU (a) / (l)', 'app CPU (c) / (m)']),
+    );
+    expect(figures.shares.map((share) => share.measure)).not.toContain('app CPU (a) / (n)');
   });
 });

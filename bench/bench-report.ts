@@ -29,7 +29,8 @@ export interface BenchFigures {
 
 /**
  * A part of a target's measure, paired by round like the targets: what Nest charges for the
- * interceptor `@Idempotent()` is, or what the library costs above that charge.
+ * interceptor `@Idempotent()` is, or what the library costs above that charge; or the library
+ * against the peer's, in app CPU.
  */
 export interface Share {
   name: string;
@@ -58,12 +59,14 @@ export interface TargetCheck {
 /**
  * The targets, all from this run: a cached replay costs at most 1.2 times the app CPU of the bare
  * route (both do no I/O); a create at most 0.15 ms of app CPU above the same handler without
- * idempotency; a replay from the database one round trip.
+ * idempotency; a replay from the database one round trip; and a create and a replay at least as
+ * fast as the peer library's (req/s of the peer over ours at most 1), on Redis when it ran.
  */
 export const TARGETS = {
   cachedReplayOverBare: 1.2,
   createAppCpuOverPlainMs: 0.15,
   databaseReplayRoundTrips: 1,
+  peerOverOurs: 1,
 } as const;
 
 /**
@@ -114,7 +117,8 @@ export function benchFigures(
 
 /**
  * Nest's charge for an interceptor, from the routes that have one doing nothing else ((j) around
- * the plain handler, (k) answering the bare route), and the library's share above it.
+ * the plain handler, (k) answering the bare route), and the library's share above it. Then the
+ * library's app CPU over the peer's, for those of the peer's scenarios that ran.
  */
 function shares(runs: Map<ScenarioId, ScenarioRun[]>): Share[] {
   const parts: [string, Combination, ScenarioId, ScenarioId][] = [
@@ -122,6 +126,11 @@ function shares(runs: Map<ScenarioId, ScenarioRun[]>): Share[] {
     ["the library's own share of a create", DIFFERENCE, 'a', 'j'],
     ["Nest's charge for an interceptor that answers", RATIO, 'k', 'g'],
     ["the library's own share of a cached replay", RATIO, 'c', 'k'],
+    // Against the peer library on the same handler: above 1, this library costs more.
+    ['a create against the peer in memory', RATIO, 'a', 'l'],
+    ['a create against the peer on Redis', RATIO, 'a', 'n'],
+    ['a cached replay against the peer in memory', RATIO, 'c', 'm'],
+    ['a cached replay against the peer on Redis', RATIO, 'c', 'o'],
   ];
   return parts.flatMap(([name, { combine, operator, unit }, x, y]) => {
     const perRound = pairedByRound(runs, combine, x, y);
@@ -150,12 +159,13 @@ function pairedByRound(
   combine: (x: number, y: number) => number,
   x: ScenarioId,
   y: ScenarioId,
+  metric: (run: ScenarioRun) => number = appCpuPerRequest,
 ): number[] {
   const xs = runs.get(x) ?? [];
   const ys = runs.get(y) ?? [];
   return xs
     .slice(0, Math.min(xs.length, ys.length))
-    .map((run, round) => combine(appCpuPerRequest(run), appCpuPerRequest(ys[round])));
+    .map((run, round) => combine(metric(run), metric(ys[round])));
 }
 
 function targetChecks(
@@ -198,11 +208,42 @@ function targetChecks(
       TARGETS.databaseReplayRoundTrips,
       '',
     ),
+    ...peerTargets(runs).map(({ name, measure, perRound }) =>
+      check(name, measure, perRound, median(perRound), TARGETS.peerOverOurs, 'x'),
+    ),
   ];
+}
+
+/**
+ * Against the peer library, `@node-idempotency/nestjs`, on the same handler and process: its
+ * req/s over ours, round by round, for a create and a cached replay; on Redis when (n) and (o)
+ * ran, else in memory.
+ */
+function peerTargets(
+  runs: Map<ScenarioId, ScenarioRun[]>,
+): { name: string; measure: string; perRound: number[] }[] {
+  const onRedis = (runs.get('n')?.length ?? 0) > 0 && (runs.get('o')?.length ?? 0) > 0;
+  const [create, replay, where]: [ScenarioId, ScenarioId, string] = onRedis
+    ? ['n', 'o', 'on Redis']
+    : ['l', 'm', 'in memory'];
+  return (
+    [
+      [`a create at least as fast as the peer's ${where}`, create, 'a'],
+      [`a cached replay at least as fast as the peer's ${where}`, replay, 'c'],
+    ] as const
+  ).flatMap(([name, peer, ours]) => {
+    const perRound = pairedByRound(runs, RATIO.combine, peer, ours, requestsPerSecond);
+    const measure = `req/s (${peer}) / (${ours}), median of the rounds`;
+    return perRound.length > 0 ? [{ name, measure, perRound }] : [];
+  });
 }
 
 function appCpuPerRequest(run: ScenarioRun): number {
   return run.appCpuMs / run.serverRequests;
+}
+
+function requestsPerSecond(run: ScenarioRun): number {
+  return run.latenciesMs.length / run.seconds;
 }
 
 /** Why the run's figures cannot be trusted, if they cannot; empty when they can. */
@@ -288,7 +329,7 @@ export function formatFigures(figures: BenchFigures): string {
     ...postgresPerCreate(figures.scenarios),
     ...settingCosts(figures.scenarios),
     '',
-    'where the targets go (Nest charges any interceptor; the rest is the library):',
+    'where the targets go (Nest charges any interceptor; the rest is the library), and the peer:',
     ...figures.shares.map(
       (share) =>
         `  ${share.name}: ${share.measure} = ${formatTarget(share.value, share.unit)}` +

@@ -61,6 +61,8 @@ export class DemoProcess {
       ...settings,
     };
     delete env.PROVIDER_URL;
+    // The peer's Redis only where a variant's settings give it (the default process).
+    if (!('BENCH_REDIS_URL' in settings)) delete env.BENCH_REDIS_URL;
     if (faults) env.DEMO_FAULTS = '1';
     else delete env.DEMO_FAULTS;
     const [command, args] =

@@ -36,7 +36,8 @@ async function main(): Promise<void> {
   try {
     database = await openBenchDatabase(process.env);
     const runId = randomUUID().slice(0, 8);
-    const all = scenarios(runId);
+    const redis = options.redisUrl !== undefined;
+    const all = scenarios(runId, redis);
     // Every variant's process is up before the first round; only one is under load at a time.
     for (const variant of new Set(all.map((scenario) => scenario.variant))) {
       demos.set(
@@ -46,14 +47,14 @@ async function main(): Promise<void> {
           pinning?.demoCpu,
           options.demoNode,
           false,
-          variantEnvironment(variant),
+          variantEnvironment(variant, options.redisUrl),
         ),
       );
     }
     demo = demos.get('default');
     if (!demo) throw new Error('no scenario runs on the default demo');
     console.log(header(options, database.description, pinning, demoNodeVersion));
-    await completeReplayKeys(demo, runId);
+    await completeReplayKeys(demo, runId, redis);
 
     const runs = await measure(demos, database, all, options);
     const figures = benchFigures(all, runs);
@@ -134,7 +135,11 @@ function header(
       ? `CPUs: the demo processes on CPU ${pinning.demoCpu}; autocannon and PostgreSQL on CPU ${pinning.otherCpus}`
       : 'CPUs: not pinned (no taskset, or one CPU)',
     `load average at the start: ${loadAverage()}`,
-    `load: autocannon ${autocannonVersion()}, ${connections} connections, pipelining 1; ` +
+    `peer: @node-idempotency/nestjs ${packageVersion('@node-idempotency/nestjs')} in memory` +
+      (options.redisUrl
+        ? ` and on Redis (${options.redisUrl})`
+        : ' (on Redis too with --redis=URL or BENCH_REDIS_URL)'),
+    `load: autocannon ${packageVersion('autocannon')}, ${connections} connections, pipelining 1; ` +
       `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
     '',
   ].join('\n');
@@ -154,9 +159,9 @@ function loadAverage(): string {
   return loadavg()[0].toFixed(2);
 }
 
-function autocannonVersion(): string {
+function packageVersion(name: string): string {
   return (
-    JSON.parse(readFileSync(require.resolve('autocannon/package.json'), 'utf8')) as {
+    JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as {
       version: string;
     }
   ).version;

@@ -1,4 +1,4 @@
-import { namedArguments, positiveNumber } from './bench-options';
+import { namedArguments, positiveNumber, redisUrl } from './bench-options';
 import { SCENARIO_IDS, type ScenarioId } from './scenarios';
 
 /** What `npm run bench:profile` profiles, and how. */
@@ -12,9 +12,11 @@ export interface ProfileOptions {
   connections: number;
   /** The Node.js binary that runs the demo. */
   demoNode: string;
+  /** The Redis of the peer's scenarios (n) and (o), as in `npm run bench` (`--redis`). */
+  redisUrl?: string;
 }
 
-const USAGE = `usage: npm run bench:profile -- --scenarios=a,b [--seconds=S] [--frequency=HZ] [--connections=N] [--node=PATH]
+const USAGE = `usage: npm run bench:profile -- --scenarios=a,b [--seconds=S] [--frequency=HZ] [--connections=N] [--node=PATH] [--redis=URL]
   --scenarios: scenario letters of npm run bench, comma-separated; the first two are compared part by part
   --seconds: load per scenario while perf samples (default 8); --frequency: samples per CPU second (default 999)`;
 
@@ -26,7 +28,7 @@ export function profileOptions(
 ): ProfileOptions {
   const args = namedArguments(
     argv,
-    ['scenarios', 'seconds', 'frequency', 'connections', 'node'],
+    ['scenarios', 'seconds', 'frequency', 'connections', 'node', 'redis'],
     USAGE,
   );
   const scenarios = (args.get('scenarios') ?? '').split(',').filter((id) => id !== '');
@@ -43,5 +45,6 @@ export function profileOptions(
     frequencyHz: positive('frequency', 999, true),
     connections: positive('connections', 32, true),
     demoNode: args.get('node') || env.BENCH_NODE || ownNode,
+    redisUrl: redisUrl(args, env),
   };
 }

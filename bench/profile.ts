@@ -51,8 +51,10 @@ async function main(): Promise<void> {
     database = await openBenchDatabase(process.env);
     const runId = randomUUID().slice(0, 8);
     const chosen = options.scenarios.map((id) => {
-      const scenario = scenarios(runId).find((each) => each.id === id);
-      if (!scenario) throw new Error(`no scenario ${id}`);
+      const scenario = scenarios(runId, options.redisUrl !== undefined).find(
+        (each) => each.id === id,
+      );
+      if (!scenario) throw new Error(`scenario ${id} needs a Redis for the peer: --redis=URL`);
       return scenario;
     });
     // The default process always starts: it completes the keys that (c) and (h) replay.
@@ -60,7 +62,7 @@ async function main(): Promise<void> {
       'default',
       ...chosen.map((each) => each.variant),
     ])) {
-      const settings = variantEnvironment(variant);
+      const settings = variantEnvironment(variant, options.redisUrl);
       settings.NODE_OPTIONS = [process.env.NODE_OPTIONS, PERF_MAP_FLAG].filter(Boolean).join(' ');
       demos.set(
         variant,
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
       if (!demo) throw new Error(`no demo process for the ${variant} variant`);
       return demo;
     };
-    await completeReplayKeys(demoOf('default'), runId);
+    await completeReplayKeys(demoOf('default'), runId, options.redisUrl !== undefined);
     for (const scenario of chosen) {
       await warmUp(demoOf(scenario.variant), database, scenario, {
         connections: options.connections,

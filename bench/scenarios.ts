@@ -11,7 +11,23 @@ export const ORDER_BODY = JSON.stringify({
   currency: 'usd',
 });
 
-export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k'] as const;
+export const SCENARIO_IDS = [
+  'a',
+  'b',
+  'c',
+  'd',
+  'e',
+  'f',
+  'g',
+  'h',
+  'i',
+  'j',
+  'k',
+  'l',
+  'm',
+  'n',
+  'o',
+] as const;
 
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
@@ -27,6 +43,8 @@ export interface Scenario {
   id: ScenarioId;
   title: string;
   variant: DemoVariant;
+  /** Runs only when the benchmark has a Redis (`--redis`, `BENCH_REDIS_URL`): the peer on Redis. */
+  needsRedis?: boolean;
   /** The autocannon request of this scenario for one measured run (`run` names it, e.g. `r2`). */
   request(run: string): autocannon.Request;
 }
@@ -78,7 +96,26 @@ export function databaseReplayKey(runId: string, index: number): string {
   return `bench-${runId}-db-${index}`;
 }
 
-export function scenarios(runId: string): Scenario[] {
+/**
+ * The routes of the peer library, `@node-idempotency/nestjs`, on the default demo process: the
+ * handler of (a) and (b) behind its interceptor, its records in memory or on Redis.
+ */
+export const PEER_ROUTES = {
+  memory: '/bench/peer/memory/orders',
+  redis: '/bench/peer/redis/orders',
+} as const;
+
+/** The key that the peer's replays (m) and (o) send; `prepare` completes it on both routes. */
+export function peerReplayKey(runId: string): string {
+  return `bench-${runId}-peer-replay`;
+}
+
+/** Every scenario of a run; those of the peer on Redis only when `redis` is true. */
+export function scenarios(runId: string, redis: boolean): Scenario[] {
+  return allScenarios(runId).filter((scenario) => redis || !scenario.needsRedis);
+}
+
+function allScenarios(runId: string): Scenario[] {
   return [
     {
       id: 'a',
@@ -101,6 +138,20 @@ export function scenarios(runId: string): Scenario[] {
       request: () => orderRequest('/bench/orders/intercepted', () => undefined),
     },
     {
+      // Beside (a): the same create, the peer library's.
+      id: 'l',
+      title: 'create, @node-idempotency/nestjs in memory',
+      variant: 'default',
+      request: () => orderRequest(PEER_ROUTES.memory, () => `bench-${randomUUID()}`),
+    },
+    {
+      id: 'n',
+      title: 'create, @node-idempotency/nestjs on Redis',
+      variant: 'default',
+      needsRedis: true,
+      request: () => orderRequest(PEER_ROUTES.redis, () => `bench-${randomUUID()}`),
+    },
+    {
       id: 'c',
       title: 'replays of one completed key',
       variant: 'default',
@@ -120,6 +171,20 @@ export function scenarios(runId: string): Scenario[] {
       title: 'the bare route answered by an interceptor',
       variant: 'default',
       request: () => orderRequest('/bench/bare/answered', () => undefined),
+    },
+    {
+      // Beside (c): the peer's replay, answered from its memory or from Redis.
+      id: 'm',
+      title: 'replays of one key, @node-idempotency/nestjs in memory',
+      variant: 'default',
+      request: () => orderRequest(PEER_ROUTES.memory, () => peerReplayKey(runId)),
+    },
+    {
+      id: 'o',
+      title: 'replays of one key, @node-idempotency/nestjs on Redis',
+      variant: 'default',
+      needsRedis: true,
+      request: () => orderRequest(PEER_ROUTES.redis, () => peerReplayKey(runId)),
     },
     {
       id: 'd',
@@ -166,10 +231,14 @@ export function scenarios(runId: string): Scenario[] {
   ];
 }
 
-/** What each variant's demo process gets in its environment besides the default demo's. */
-export function variantEnvironment(variant: DemoVariant): NodeJS.ProcessEnv {
+/**
+ * What each variant's demo process gets in its environment besides the default demo's. The
+ * default one serves the peer's routes, on Redis too when `redisUrl` is given.
+ */
+export function variantEnvironment(variant: DemoVariant, redisUrl?: string): NodeJS.ProcessEnv {
   switch (variant) {
     case 'default':
+      return redisUrl ? { BENCH_REDIS_URL: redisUrl } : {};
     case 'twin':
       return {};
     case 'sealed':

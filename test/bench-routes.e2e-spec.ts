@@ -139,6 +139,37 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
       await request(app.getHttpServer()).post('/bench/bare/answered').send({}).expect(401);
     });
 
+    it('POST /bench/peer/memory/orders runs the same handler behind the peer library: one order, its replay the same bytes', async () => {
+      const customerId = uniqueCustomer();
+      const key = uniqueKey();
+      const before = await stats();
+      const send = () =>
+        request(app.getHttpServer())
+          .post('/bench/peer/memory/orders')
+          .set({ authorization: ACME.authorization, 'idempotency-key': key })
+          .send({ customerId, amountCents: 1250 });
+      const first = await send();
+      expect(first.status).toBe(201);
+      expect(first.headers.location).toBe(`/v1/orders/${first.body.id}`);
+      const replay = await send();
+      expect(replay.status).toBe(201);
+      expect(replay.text).toBe(first.text);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      const after = await stats();
+      expect(after.requests - before.requests).toBe(2);
+      // The create's one INSERT; the peer's replay is answered from its memory.
+      expect(after.roundTrips - before.roundTrips).toBe(1);
+      expect((await db.orders('acme', customerId)).map((order) => order.id)).toEqual([
+        first.body.id,
+      ]);
+      // Its Redis route is served only with BENCH_REDIS_URL.
+      await request(app.getHttpServer())
+        .post('/bench/peer/redis/orders')
+        .set({ authorization: ACME.authorization, 'idempotency-key': uniqueKey() })
+        .send({ customerId, amountCents: 1250 })
+        .expect(404);
+    });
+
     it('POST /bench/orders needs no key, and the same request twice creates two orders', async () => {
       const customerId = uniqueCustomer();
       const send = () =>

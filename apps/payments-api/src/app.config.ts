@@ -44,6 +44,11 @@ export interface AppConfig {
   graphql?: boolean;
   /** `BENCH_ROUTES=1` adds the benchmark's routes: `POST /bench/orders`, `GET /bench/stats`. */
   benchRoutes: boolean;
+  /**
+   * `BENCH_REDIS_URL`: with `benchRoutes`, the Redis of `POST /bench/peer/redis/orders` (the
+   * peer library on Redis). Unset: that route is not served.
+   */
+  benchRedisUrl?: string;
 }
 
 export const APP_CONFIG = Symbol('payments-api:config');

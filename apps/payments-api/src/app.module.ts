@@ -90,7 +90,7 @@ export class AppModule {
               }),
             ]
           : []),
-        ...(config.benchRoutes ? [BenchModule] : []),
+        ...(config.benchRoutes ? [BenchModule.register(config.benchRedisUrl)] : []),
       ],
       controllers: [HealthController],
       providers: [

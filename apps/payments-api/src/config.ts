@@ -33,6 +33,7 @@ export function configFromEnv(
     writeGuard: writeGuardFromEnv(env),
     replayCache: onOff(env, 'IDEMPOTENCY_REPLAY_CACHE', true),
     benchRoutes: env.BENCH_ROUTES === '1',
+    benchRedisUrl: env.BENCH_REDIS_URL || undefined,
     graphql: httpAdapterKind(env.HTTP_ADAPTER) === 'express',
   };
 }

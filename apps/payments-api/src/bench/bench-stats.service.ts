@@ -23,7 +23,7 @@ export interface BenchStats {
 }
 
 /** The routes whose requests are counted; the stats route itself is not one of them. */
-const BENCHMARKED_PATHS = ['/v1/orders', '/bench/orders', '/bench/bare'];
+const BENCHMARKED_PATHS = ['/v1/orders', '/bench/orders', '/bench/bare', '/bench/peer/'];
 
 /**
  * Counts, for the benchmark, what a request costs in round trips: the benchmark reads the totals

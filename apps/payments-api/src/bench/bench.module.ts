@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { OrdersController } from '../orders/orders.controller';
 import { OrdersModule } from '../orders/orders.module';
 import { BenchBareController } from './bench-bare.controller';
@@ -8,7 +8,8 @@ import { BenchStatsService } from './bench-stats.service';
 
 /**
  * Routes for `npm run bench`, registered only with `BENCH_ROUTES=1`: the baseline twin of
- * `POST /v1/orders`, a bare route that touches nothing, and the statement and request counts at `GET /bench/stats`.
+ * `POST /v1/orders`, a bare route that touches nothing, the same create behind the peer library
+ * (`bench/peer/`), and the statement and request counts at `GET /bench/stats`.
  */
 @Module({
   imports: [OrdersModule],
@@ -16,4 +17,17 @@ import { BenchStatsService } from './bench-stats.service';
   // The orders controller as a plain provider: the twin calls its handler, not its route.
   providers: [OrdersController, BenchStatsService],
 })
-export class BenchModule {}
+export class BenchModule {
+  /** `peerRedisUrl`: `BENCH_REDIS_URL`, the Redis of the peer's second route (none without it). */
+  static register(peerRedisUrl: string | undefined): DynamicModule {
+    return {
+      module: BenchModule,
+      // Imported here, not at the top: only a demo with bench routes loads the peer library.
+      imports: [
+        import('./peer/peer-bench.module').then(({ PeerBenchModule }) =>
+          PeerBenchModule.register(peerRedisUrl),
+        ),
+      ],
+    };
+  }
+}
