@@ -13,6 +13,8 @@ import { from, lastValueFrom } from 'rxjs';
 import request from 'supertest';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
 import type { DataSource } from 'typeorm';
+import { Socket } from 'node:net';
+import { CoalescedWrites } from '../../src/http/atomic/coalesced-writes';
 import { createLibraryApp } from './library-app';
 import type { InfrastructureOptions } from '../support/library-infrastructure';
 
@@ -144,6 +146,28 @@ describe('atomic transactions opened by the library (the default)', () => {
     const row = await keyRow(dataSource, hostileKey);
     expect(row).toMatchObject({ idem_key: hostileKey, status: 'completed', response_code: 201 });
     expect(row.body).toBe(first.text);
+  });
+
+  it('holds each of its queries on the connection’s socket until the end of the turn', async () => {
+    const hold = jest.spyOn(CoalescedWrites.prototype, 'hold');
+    const t = tag();
+    let streams: unknown[];
+    try {
+      await request(app.getHttpServer())
+        .post('/widgets')
+        .set('idempotency-key', randomUUID())
+        .send({ tag: t })
+        .expect(201);
+      streams = hold.mock.calls.map(([stream]) => stream);
+    } finally {
+      hold.mockRestore();
+    }
+    // START with the claim, the handler's INSERT, the record with COMMIT: each on the socket
+    // of the one connection the transaction holds, and all of them got to the database.
+    expect(streams.length).toBeGreaterThanOrEqual(3);
+    expect(streams[0]).toBeInstanceOf(Socket);
+    expect(new Set(streams).size).toBe(1);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
   });
 
   it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {

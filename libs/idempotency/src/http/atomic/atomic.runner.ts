@@ -22,6 +22,7 @@ import { ClaimConflictError } from '../../shared/postgres-errors';
 import { RecordSealer } from '../sealing/record-sealer';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { BatchedTransaction } from './batched-transaction';
+import { CoalescedWrites } from './coalesced-writes';
 import { PreparedStatements } from './prepared-statements';
 import { debugEnabled } from '../../shared/debug-enabled';
 
@@ -55,6 +56,7 @@ interface ClaimedTransaction {
 export class AtomicRunner implements IdempotentRunner {
   private readonly logger = new Logger('Idempotency');
   private readonly prepared: PreparedStatements | undefined;
+  private readonly coalescedWrites = new CoalescedWrites();
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -116,6 +118,7 @@ export class AtomicRunner implements IdempotentRunner {
       {
         isolationLevel: own.isolationLevel,
         prepared: this.prepared,
+        coalescedWrites: this.coalescedWrites,
         afterStart: [claim, ...SAVEPOINT_STATEMENTS],
         startFailure: claimFailure,
       },

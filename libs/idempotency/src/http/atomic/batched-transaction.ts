@@ -2,12 +2,15 @@ import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { sqlState } from '../../shared/postgres-errors';
 import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../../shared/sql-literals';
+import type { CoalescedWrites, CorkableStream } from './coalesced-writes';
 import { type PreparedStatements, UNKNOWN_PREPARED_STATEMENT } from './prepared-statements';
 
 /** The part of a node-postgres client this class uses (what TypeORM's `connect()` returns). */
 interface PostgresClient {
   query(text: string): Promise<PostgresResult | PostgresResult[]>;
   escapeLiteral: EscapeLiteral;
+  /** node-postgres's connection, and its socket (not documented API: used when present). */
+  connection?: { stream?: CorkableStream };
 }
 
 interface PostgresResult {
@@ -33,6 +36,8 @@ export interface StartOptions {
   isolationLevel?: IsolationLevel;
   /** Where named statements are prepared per connection; without it every statement is sent whole. */
   prepared?: PreparedStatements;
+  /** Where this transaction's writes wait for the end of the turn; without it they go at once. */
+  coalescedWrites?: CoalescedWrites;
   afterStart: readonly SqlStatement[];
   /** What an error of the START batch means to the caller (e.g. the claim's lock timeout). */
   startFailure?: (error: unknown) => unknown;
@@ -66,6 +71,7 @@ export class BatchedTransaction {
     private readonly queryRunner: QueryRunner,
     private readonly isolationLevel: IsolationLevel | undefined,
     private readonly prepared: PreparedStatements | undefined,
+    private readonly coalescedWrites: CoalescedWrites | undefined,
   ) {}
 
   /** The manager the handler's writes must use: `txHost.tx` while `work` runs. */
@@ -88,7 +94,12 @@ export class BatchedTransaction {
       throw new Error(`unknown isolation level "${isolationLevel}"`);
     }
     const queryRunner = dataSource.createQueryRunner();
-    const transaction = new BatchedTransaction(queryRunner, isolationLevel, start.prepared);
+    const transaction = new BatchedTransaction(
+      queryRunner,
+      isolationLevel,
+      start.prepared,
+      start.coalescedWrites,
+    );
     let releasedLater = false;
     try {
       transaction.intercept((await queryRunner.connect()) as PostgresClient);
@@ -146,16 +157,20 @@ export class BatchedTransaction {
   /**
    * Wraps this query runner's `query`: TypeORM sends START TRANSACTION, SET TRANSACTION
    * ISOLATION LEVEL and COMMIT through it, and they are the three texts rewritten here. The
-   * handler's own queries pass straight through, without a promise of this wrapper's.
+   * handler's own queries pass straight through, without a promise of this wrapper's. Every
+   * query, the handler's too, waits for the end of the turn when `coalescedWrites` is given.
    */
   private intercept(client: PostgresClient): void {
     const queryRunner = this.queryRunner;
+    const writes = this.coalescedWrites;
+    const stream = client.connection?.stream;
     const original = queryRunner.query.bind(queryRunner) as (
       text: string,
       parameters?: unknown[],
       structured?: boolean,
     ) => Promise<unknown>;
     queryRunner.query = ((text: string, parameters?: unknown[], structured?: boolean) => {
+      writes?.hold(stream);
       if (text === 'START TRANSACTION' && this.afterStart !== undefined) {
         return this.start(client, this.afterStart);
       }
