@@ -21,6 +21,9 @@ export default async function globalSetup(): Promise<void> {
       port: await findFreePort(),
       database: 'idempotency_test',
       log: () => undefined,
+      // Suites run in parallel workers and each app process keeps a pool of up to 20: the
+      // default 100 leaves too little room when several suites start apps at the same moment.
+      maxConnections: 300,
     });
     TEST_STATE.embedded = { handle, dataDir };
     process.env.DATABASE_URL = handle.url;

@@ -16,6 +16,7 @@ export function spawnPostmaster(
   dataDir: string,
   port: number,
   account: PostgresAccount | undefined,
+  maxConnections?: number,
 ): ChildProcess {
   return spawn(
     path.join(installDir, 'bin', 'postgres'),
@@ -28,6 +29,7 @@ export function spawnPostmaster(
       ...['-c', 'unix_socket_directories='],
       // The start is recognised by an English log line.
       ...['-c', 'lc_messages=C'],
+      ...(maxConnections === undefined ? [] : ['-c', `max_connections=${maxConnections}`]),
     ],
     // A group of its own: a Ctrl-C in the terminal goes to the app, which stops the server
     // once its requests are done, instead of to the server in the middle of them.

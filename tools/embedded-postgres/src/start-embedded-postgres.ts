@@ -39,6 +39,8 @@ export interface EmbeddedPostgresOptions {
    * cannot reach `dataDir` or `installDir` (default `<OS temp dir>/nestjs-pg-idempotency-postgres`).
    */
   reachableDir?: string;
+  /** The server's `max_connections` (default: PostgreSQL's own, 100). */
+  maxConnections?: number;
 }
 
 export interface EmbeddedPostgresHandle {
@@ -64,6 +66,9 @@ export async function startEmbeddedPostgres(
     throw new Error(`dataDir must be absolute, got "${options.dataDir}"`);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`Invalid port ${port}`);
   if (!database) throw new Error('database must not be empty');
+  const { maxConnections } = options;
+  if (maxConnections !== undefined && (!Number.isInteger(maxConnections) || maxConnections < 1))
+    throw new Error(`Invalid maxConnections ${maxConnections}`);
   const url = `postgres://${POSTGRES_USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
 
   const requested = {
@@ -106,7 +111,7 @@ export async function startEmbeddedPostgres(
   }
 
   const startStarted = Date.now();
-  const child = spawnPostmaster(installDir, dataDir, port, account);
+  const child = spawnPostmaster(installDir, dataDir, port, account, maxConnections);
   try {
     await withTimeout(readyOrExited(child, tail), timeoutMs, 'PostgreSQL start');
   } catch (error) {
