@@ -30,6 +30,8 @@ describe('the database is down', () => {
       port,
       database: 'outage',
       log: () => undefined,
+      // The run's shared server gets 300 (test/setup/global-setup.ts); this one checks the option.
+      maxConnections: 40,
     });
 
   async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
@@ -70,6 +72,12 @@ describe('the database is down', () => {
       status: 503,
     });
   }
+
+  it('runs the embedded server with the max_connections it was given', async () => {
+    expect(await query<{ max_connections: string }>('SHOW max_connections')).toEqual([
+      { max_connections: '40' },
+    ]);
+  });
 
   it('answers 503 with Retry-After while it is down, claims nothing, and creates the order once on retry', async () => {
     const warmUp = await create(uniqueKey(), uniqueCustomer());
