@@ -39,7 +39,10 @@ export interface EmbeddedPostgresOptions {
    * cannot reach `dataDir` or `installDir` (default `<OS temp dir>/nestjs-pg-idempotency-postgres`).
    */
   reachableDir?: string;
-  /** The server's `max_connections` (default: PostgreSQL's own, 100). */
+  /**
+   * The server's `max_connections` (default: PostgreSQL's own, 100). Not applied when `dataDir`
+   * is already served by a running PostgreSQL, which keeps its own.
+   */
   maxConnections?: number;
 }
 
