@@ -15,6 +15,8 @@ describe('benchmark figures', () => {
       roundTrips: 30,
       serverRequests: 5,
       appCpuMs: 5,
+      appSystemCpuMs: 1,
+      gcMs: 0.5,
       postgresCpuMs: 2,
       ...overrides,
     };
@@ -36,6 +38,25 @@ describe('benchmark figures', () => {
     expect(figures.createRatio).toBeCloseTo(0.5);
     expect(figures.replayRatio).toBeCloseTo(0.5);
     expect(invalidities(figures)).toEqual([]);
+  });
+
+  it("reports the kernel's and the garbage collector's part of the app CPU, and refuses a negative one", () => {
+    const figures = benchFigures(all, runs({ a: { appSystemCpuMs: 2, gcMs: 1.5 } }));
+    expect(figures.scenarios.find((scenario) => scenario.id === 'a')).toMatchObject({
+      appCpuMsPerRequest: 1,
+      appSystemCpuMsPerRequest: 0.4,
+      gcMsPerRequest: 0.3,
+    });
+    const table = formatFigures(figures);
+    expect(table).toMatch(/app CPU ms\/req\s+of it kernel\s+of it GC\s+PG CPU ms\/req/);
+    expect(table).toMatch(/\(a\).*\s1\.00\s+0\.40\s+0\.30\s+0\.40\s/);
+    // No collection in a short run is a real figure; a negative one is a broken counter.
+    expect(invalidities(benchFigures(all, runs({ a: { gcMs: 0, appSystemCpuMs: 0 } })))).toEqual(
+      [],
+    );
+    expect(invalidities(benchFigures(all, runs({ a: { gcMs: -1 } })))).toEqual([
+      '(a) GC/request is -0.2',
+    ]);
   });
 
   it('accepts 409 in the contention scenario only', () => {

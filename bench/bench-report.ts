@@ -11,6 +11,9 @@ export interface ScenarioFigures {
   roundTripsPerRequest: number;
   /** CPU milliseconds per request, of the demo process and of PostgreSQL (NaN: not measured). */
   appCpuMsPerRequest: number;
+  /** Of the demo's CPU per request: in the kernel, and in the garbage collector's pauses. */
+  appSystemCpuMsPerRequest: number;
+  gcMsPerRequest: number;
   postgresCpuMsPerRequest: number;
   responses: number;
   statusCounts: Map<number, number>;
@@ -98,6 +101,8 @@ export function benchFigures(
       p99Ms: percentile(latencies, 0.99),
       roundTripsPerRequest: sum(own.map((run) => run.roundTrips)) / serverRequests,
       appCpuMsPerRequest: sum(own.map((run) => run.appCpuMs)) / serverRequests,
+      appSystemCpuMsPerRequest: sum(own.map((run) => run.appSystemCpuMs)) / serverRequests,
+      gcMsPerRequest: sum(own.map((run) => run.gcMs)) / serverRequests,
       postgresCpuMsPerRequest: postgresCpu / serverRequests,
       responses: latencies.length,
       statusCounts,
@@ -260,6 +265,15 @@ export function invalidities(figures: BenchFigures): string[] {
       if (!Number.isFinite(value) || value <= 0)
         problems.push(`(${scenario.id}) ${name} is ${value}`);
     }
+    // Zero is possible in a short run: no collection, or no system call the clock's tick saw.
+    const parts = {
+      'kernel CPU/request': scenario.appSystemCpuMsPerRequest,
+      'GC/request': scenario.gcMsPerRequest,
+    };
+    for (const [name, value] of Object.entries(parts)) {
+      if (!Number.isFinite(value) || value < 0)
+        problems.push(`(${scenario.id}) ${name} is ${value}`);
+    }
     // Zero is a real figure here: replays from the replay cache send no query.
     const roundTrips = scenario.roundTripsPerRequest;
     if (!Number.isFinite(roundTrips) || roundTrips < 0)
@@ -290,6 +304,8 @@ export function formatFigures(figures: BenchFigures): string {
     'p99 ms',
     'round trips/req',
     'app CPU ms/req',
+    'of it kernel',
+    'of it GC',
     'PG CPU ms/req',
     'responses',
     'non-2xx',
@@ -303,6 +319,8 @@ export function formatFigures(figures: BenchFigures): string {
     scenario.p99Ms.toFixed(1),
     scenario.roundTripsPerRequest.toFixed(2),
     scenario.appCpuMsPerRequest.toFixed(2),
+    scenario.appSystemCpuMsPerRequest.toFixed(2),
+    scenario.gcMsPerRequest.toFixed(2),
     Number.isNaN(scenario.postgresCpuMsPerRequest)
       ? 'n/a'
       : scenario.postgresCpuMsPerRequest.toFixed(2),

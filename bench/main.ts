@@ -10,6 +10,7 @@ import { DemoProcess } from './demo-process';
 import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
 import { completeReplayKeys } from './replay-keys';
+import { formatRoundTripCosts, probeRoundTrips, roundTripProblems } from './round-trip-probe';
 import {
   type Scenario,
   type ScenarioId,
@@ -62,6 +63,15 @@ async function main(): Promise<void> {
     console.log(
       `load average at the end: ${loadAverage()} (other work on the machine lowers req/s, not round trips)`,
     );
+    const roundTrips = await probeRoundTrips(
+      options.demoNode,
+      pinning?.demoCpu,
+      database.url,
+      options.redisUrl,
+      options.smoke ? ROUND_TRIP_PROBE_OPERATIONS.smoke : ROUND_TRIP_PROBE_OPERATIONS.full,
+    );
+    console.log(`\n${formatRoundTripCosts(roundTrips)}`);
+    const probeProblems = roundTripProblems(roundTrips, options.redisUrl !== undefined);
 
     // The slow-key probe needs fault injection, which the measured demo must not pay for.
     for (const measured of demos.values()) await measured.stop();
@@ -69,7 +79,7 @@ async function main(): Promise<void> {
     demo = await DemoProcess.start(database.url, pinning?.demoCpu, options.demoNode, true);
     console.log(`\n${formatSlowKeyProbe(await probeSlowKey(demo, database.url))}`);
 
-    const problems = invalidities(figures);
+    const problems = [...invalidities(figures), ...probeProblems];
     if (problems.length > 0) {
       console.error(
         `\nINVALID RUN:\n- ${problems.join('\n- ')}\n--- demo log (tail) ---\n${demo.logs()}`,
@@ -85,6 +95,9 @@ async function main(): Promise<void> {
     console.log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
 }
+
+/** Operations of each kind the round-trip probe measures (after as many to warm up). */
+const ROUND_TRIP_PROBE_OPERATIONS = { full: 20_000, smoke: 1_000 } as const;
 
 /** A warm-up run of each scenario (JIT, pool, caches), then the measured rounds. */
 async function measure(

@@ -16,6 +16,9 @@ export interface ScenarioRun {
   serverRequests: number;
   /** CPU the demo process used during the run, and PostgreSQL (undefined: not measured). */
   appCpuMs: number;
+  /** Of `appCpuMs`, the kernel's part, and the garbage collector's pauses (main thread). */
+  appSystemCpuMs: number;
+  gcMs: number;
   postgresCpuMs?: number;
 }
 
@@ -73,6 +76,8 @@ export async function runScenario(
     roundTrips: after.roundTrips - before.roundTrips,
     serverRequests: after.requests - before.requests,
     appCpuMs: (after.cpuMicroseconds - before.cpuMicroseconds) / 1000,
+    appSystemCpuMs: (after.systemCpuMicroseconds - before.systemCpuMicroseconds) / 1000,
+    gcMs: (after.gcMicroseconds - before.gcMicroseconds) / 1000,
     postgresCpuMs: measured ? postgresCpuAfter - postgresCpuBefore : undefined,
   };
 }

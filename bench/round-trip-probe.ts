@@ -1,0 +1,145 @@
+import { spawn } from 'node:child_process';
+import { RedisStorageAdapter } from '@node-idempotency/storage-adapter-redis';
+import { Pool, type PoolClient } from 'pg';
+
+/**
+ * What one round trip costs the app's CPU, by the kind of store it goes to: a create of this
+ * library sends two PostgreSQL queries more than the plain handler (the claim's batch, then the
+ * record's with COMMIT, on the connection its transaction holds), where the peer library sends
+ * two Redis commands. Run in a process of its own on the demo's CPU, so that it is measured as
+ * the demo would be.
+ */
+export interface RoundTripCosts {
+  operations: number;
+  /** CPU microseconds per query: checked out of a pg pool, and on a client already held. */
+  pooledQueryUs: number;
+  heldClientQueryUs: number;
+  /** Per command of the peer's Redis adapter (`setIfNotExists`, then `get`); only with a Redis. */
+  redisCommandUs?: number;
+}
+
+/** Loops running at once, as requests of the benchmark do. */
+const CONCURRENCY = 16;
+const QUERY = { name: 'round_trip_probe', text: 'SELECT $1::int AS n' } as const;
+
+/** Runs the probe as `node round-trip-probe.js` on `cpu` (when given) and reads its answer. */
+export function probeRoundTrips(
+  node: string,
+  cpu: number | undefined,
+  databaseUrl: string,
+  redisUrl: string | undefined,
+  operations: number,
+): Promise<RoundTripCosts> {
+  const args = [__filename, databaseUrl, String(operations), ...(redisUrl ? [redisUrl] : [])];
+  const [command, commandArgs] =
+    cpu === undefined ? [node, args] : ['taskset', ['-c', String(cpu), node, ...args]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`the round-trip probe exited with ${code}`));
+      else resolve(JSON.parse(output) as RoundTripCosts);
+    });
+  });
+}
+
+export function formatRoundTripCosts(costs: RoundTripCosts): string {
+  const redis =
+    costs.redisCommandUs === undefined
+      ? 'no Redis given'
+      : `a command of the peer's Redis adapter ${costs.redisCommandUs.toFixed(1)} µs`;
+  return [
+    `What one round trip costs the app's CPU (a process of its own on the demo's CPU, ${CONCURRENCY} ` +
+      `loops at once, ${costs.operations} operations each kind): a query checked out of a pg pool ` +
+      `${costs.pooledQueryUs.toFixed(1)} µs, a query on a pg client already held ` +
+      `${costs.heldClientQueryUs.toFixed(1)} µs, ${redis}.`,
+    `A create's two queries more than the plain handler (on the connection its transaction holds) ` +
+      `come to about ${(2 * costs.heldClientQueryUs).toFixed(0)} µs of its app CPU over (b)` +
+      (costs.redisCommandUs === undefined
+        ? '.'
+        : `; the peer's two Redis commands to about ${(2 * costs.redisCommandUs).toFixed(0)} µs.`),
+  ].join('\n');
+}
+
+/** Why the probe's figures cannot be trusted, if they cannot; empty when they can. */
+export function roundTripProblems(costs: RoundTripCosts, redisGiven: boolean): string[] {
+  const figures: [string, number | undefined][] = [
+    ['a query checked out of a pg pool', costs.pooledQueryUs],
+    ['a query on a held pg client', costs.heldClientQueryUs],
+    ...(redisGiven
+      ? [['a Redis command', costs.redisCommandUs] as [string, number | undefined]]
+      : []),
+  ];
+  return figures
+    .filter(([, value]) => value === undefined || !Number.isFinite(value) || value <= 0)
+    .map(([name, value]) => `round-trip probe: ${name} costs ${value} µs`);
+}
+
+/** CPU microseconds of this process per operation, `CONCURRENCY` loops sharing `operations`. */
+async function cpuPerOperation(
+  operations: number,
+  operation: (loop: number) => Promise<unknown>,
+): Promise<number> {
+  // The first pass warms the code up (JIT, prepared statements); the second is measured.
+  let result = 0;
+  for (const measured of [false, true]) {
+    let started = 0;
+    const before = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async (_, loop) => {
+        while (started++ < operations) await operation(loop);
+      }),
+    );
+    const used = process.cpuUsage(before);
+    if (measured) result = (used.user + used.system) / operations;
+  }
+  return result;
+}
+
+async function measure(
+  databaseUrl: string,
+  operations: number,
+  redisUrl?: string,
+): Promise<RoundTripCosts> {
+  const pool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY });
+  const held: PoolClient[] = [];
+  const redis = redisUrl ? new RedisStorageAdapter({ url: redisUrl }) : undefined;
+  try {
+    for (let loop = 0; loop < CONCURRENCY; loop++) held.push(await pool.connect());
+    const heldClientQueryUs = await cpuPerOperation(operations, (loop) =>
+      held[loop].query({ ...QUERY, values: [loop] }),
+    );
+    for (const client of held.splice(0)) client.release();
+    const pooledQueryUs = await cpuPerOperation(operations, (loop) =>
+      pool.query({ ...QUERY, values: [loop] }),
+    );
+    let redisCommandUs: number | undefined;
+    if (redis) {
+      await redis.connect();
+      let next = 0;
+      // Half claims of fresh keys, half reads: the peer's two commands of a create.
+      redisCommandUs = await cpuPerOperation(operations, () => {
+        const key = `round-trip-probe:${process.pid}:${next++}`;
+        return next % 2 === 0 ? redis.setIfNotExists(key, '1', { ttl: 60_000 }) : redis.get(key);
+      });
+    }
+    return { operations, pooledQueryUs, heldClientQueryUs, redisCommandUs };
+  } finally {
+    for (const client of held) client.release();
+    await pool.end();
+    await redis?.disconnect();
+  }
+}
+
+if (require.main === module) {
+  const [databaseUrl, operations, redisUrl] = process.argv.slice(2);
+  measure(databaseUrl, Number(operations), redisUrl).then(
+    (costs) => process.stdout.write(JSON.stringify(costs)),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
