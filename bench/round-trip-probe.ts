@@ -14,13 +14,21 @@ export interface RoundTripCosts {
   /** CPU microseconds per query: checked out of a pg pool, and on a client already held. */
   pooledQueryUs: number;
   heldClientQueryUs: number;
-  /** Per command of the peer's Redis adapter (`setIfNotExists`, then `get`); only with a Redis. */
+  /** Per command of the peer's Redis adapter (`setIfNotExists`, then `set`); only with a Redis. */
   redisCommandUs?: number;
 }
 
 /** Loops running at once, as requests of the benchmark do. */
 const CONCURRENCY = 16;
 const QUERY = { name: 'round_trip_probe', text: 'SELECT $1::int AS n' } as const;
+/** What the peer stores for a claim and for its record, in size: an order's response. */
+const PEER_CLAIM = JSON.stringify({ status: 'in_progress', fingerprint: 'f'.repeat(64) });
+const PEER_RECORD = JSON.stringify({
+  status: 'completed',
+  fingerprint: 'f'.repeat(64),
+  response: { statusCode: 201, headers: { location: '/v1/orders/id' }, body: 'o'.repeat(195) },
+});
+const PROBE_KEY_TTL_MS = 60_000;
 
 /** Runs the probe as `node round-trip-probe.js` on `cpu` (when given) and reads its answer. */
 export function probeRoundTrips(
@@ -39,8 +47,12 @@ export function probeRoundTrips(
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`the round-trip probe exited with ${code}`));
-      else resolve(JSON.parse(output) as RoundTripCosts);
+      if (code !== 0) return reject(new Error(`the round-trip probe exited with ${code}`));
+      try {
+        resolve(JSON.parse(output) as RoundTripCosts);
+      } catch (error) {
+        reject(new Error(`the round-trip probe printed no figures: ${String(error)}`));
+      }
     });
   });
 }
@@ -119,10 +131,12 @@ async function measure(
     if (redis) {
       await redis.connect();
       let next = 0;
-      // Half claims of fresh keys, half reads: the peer's two commands of a create.
+      // A create of the peer: the claim of a fresh key, then its record with the response.
       redisCommandUs = await cpuPerOperation(operations, () => {
-        const key = `round-trip-probe:${process.pid}:${next++}`;
-        return next % 2 === 0 ? redis.setIfNotExists(key, '1', { ttl: 60_000 }) : redis.get(key);
+        const key = `round-trip-probe:${process.pid}:${next >> 1}`;
+        return next++ % 2 === 0
+          ? redis.setIfNotExists(key, PEER_CLAIM, { ttl: PROBE_KEY_TTL_MS })
+          : redis.set(key, PEER_RECORD, { ttl: PROBE_KEY_TTL_MS });
       });
     }
     return { operations, pooledQueryUs, heldClientQueryUs, redisCommandUs };
