@@ -47,6 +47,8 @@ export class DemoProcess {
     node: string,
     faults = false,
     settings: NodeJS.ProcessEnv = {},
+    /** A command that runs Node.js under it (valgrind, say); it makes start-up slow. */
+    wrapper: readonly string[] = [],
   ): Promise<DemoProcess> {
     if (!existsSync(DEMO_MAIN))
       throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
@@ -65,11 +67,15 @@ export class DemoProcess {
     if (!('BENCH_REDIS_URL' in settings)) delete env.BENCH_REDIS_URL;
     if (faults) env.DEMO_FAULTS = '1';
     else delete env.DEMO_FAULTS;
-    const [command, args] =
-      cpu === undefined ? [node, [DEMO_MAIN]] : ['taskset', ['-c', String(cpu), node, DEMO_MAIN]];
+    const [command, ...args] = [
+      ...(cpu === undefined ? [] : ['taskset', '-c', String(cpu)]),
+      ...wrapper,
+      node,
+      DEMO_MAIN,
+    ];
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);
-    await demo.waitUntilHealthy();
+    await demo.waitUntilHealthy(wrapper.length > 0 ? 600 : 60);
     if (cpu !== undefined) demo.assertRunsOn(cpu);
     return demo;
   }
@@ -124,8 +130,8 @@ export class DemoProcess {
     await exited;
   }
 
-  private async waitUntilHealthy(): Promise<void> {
-    const deadline = Date.now() + 60_000;
+  private async waitUntilHealthy(seconds: number): Promise<void> {
+    const deadline = Date.now() + seconds * 1000;
     while (Date.now() < deadline) {
       if (this.exitCode !== undefined)
         throw new Error(`the demo exited during start:\n${this.logs()}`);
@@ -136,7 +142,7 @@ export class DemoProcess {
       }
       await sleep(100);
     }
-    throw new Error(`the demo did not become healthy in 60 s:\n${this.logs()}`);
+    throw new Error(`the demo did not become healthy in ${seconds} s:\n${this.logs()}`);
   }
 }
 

@@ -12,7 +12,9 @@ import { Client, type Pool, type PoolClient } from 'pg';
 import { from, lastValueFrom } from 'rxjs';
 import request from 'supertest';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntitySubscriberInterface } from 'typeorm';
+import { EventSubscriber } from 'typeorm';
+import { BatchedTransaction } from '../../src/http/atomic/batched-transaction';
 import { Socket } from 'node:net';
 import { CoalescedWrites } from '../../src/http/atomic/coalesced-writes';
 import { createLibraryApp } from './library-app';
@@ -43,6 +45,17 @@ async function queriesDuring(send: () => Promise<unknown>): Promise<string[]> {
     Client.prototype.query = original;
   }
   return sent;
+}
+
+/** The queries of one create on POST /widgets with a fresh key. */
+function queriesOfCreate(app: INestApplication, tagValue: string): Promise<string[]> {
+  return queriesDuring(() =>
+    request(app.getHttpServer())
+      .post('/widgets')
+      .set('idempotency-key', randomUUID())
+      .send({ tag: tagValue })
+      .expect(201),
+  );
 }
 
 async function effects(dataSource: DataSource, tagValue: string): Promise<string[]> {
@@ -170,6 +183,51 @@ describe('atomic transactions opened by the library (the default)', () => {
     expect(await effects(dataSource, t)).toEqual(['widgets']);
   });
 
+  it('keeps TypeORM’s nesting on the transaction it opens itself: a nested one takes a savepoint', async () => {
+    const t = tag();
+    const insert = `INSERT INTO library_test_effects (route, tag) VALUES ($1, $2)`;
+    const sent = await queriesDuring(() =>
+      BatchedTransaction.run(dataSource, { afterStart: [] }, async (transaction) => {
+        await transaction.manager.query(insert, ['outer', t]);
+        await transaction.manager.transaction((inner) => inner.query(insert, ['kept', t]));
+        await transaction.manager
+          .transaction(async (inner) => {
+            await inner.query(insert, ['undone', t]);
+            throw new Error('the nested part fails');
+          })
+          .catch(() => undefined);
+        // Back at the outer level: TypeORM's state says so, and the next nesting starts over.
+        expect(transaction.manager.queryRunner?.isTransactionActive).toBe(true);
+      }),
+    );
+    expect(sent.filter((text) => text.startsWith('START TRANSACTION'))).toHaveLength(1);
+    expect(sent).toEqual(
+      expect.arrayContaining([
+        'SAVEPOINT typeorm_1',
+        'RELEASE SAVEPOINT typeorm_1',
+        'ROLLBACK TO SAVEPOINT typeorm_1',
+        'COMMIT',
+      ]),
+    );
+    expect(await effects(dataSource, t)).toEqual(['outer', 'kept']);
+  });
+
+  it('rolls back the transaction it opens itself when the work fails, and frees the connection', async () => {
+    const t = tag();
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    await expect(
+      BatchedTransaction.run(dataSource, { afterStart: [] }, async (transaction) => {
+        await transaction.manager.query(
+          `INSERT INTO library_test_effects (route, tag) VALUES ('failed', $1)`,
+          [t],
+        );
+        throw new Error('the work fails');
+      }),
+    ).rejects.toThrow('the work fails');
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(pool.totalCount - pool.idleCount).toBe(0);
+  });
+
   it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {
     await request(app.getHttpServer())
       .post('/widgets')
@@ -218,6 +276,67 @@ describe('atomic transactions opened by the library (the default)', () => {
     expect(replay.text).toBe(first.text);
     expect(await effects(dataSource, t)).toEqual([]);
     expect(await keyRow(dataSource, k)).toMatchObject({ status: 'completed', response_code: 422 });
+  });
+});
+
+/** Counts TypeORM's transaction events, as an app's auditing subscriber would hear them. */
+const heard: string[] = [];
+@EventSubscriber()
+class TransactionEventsSubscriber implements EntitySubscriberInterface {
+  beforeTransactionStart() {
+    heard.push('beforeTransactionStart');
+  }
+  afterTransactionStart() {
+    heard.push('afterTransactionStart');
+  }
+  beforeTransactionCommit() {
+    heard.push('beforeTransactionCommit');
+  }
+  afterTransactionCommit() {
+    heard.push('afterTransactionCommit');
+  }
+  afterTransactionRollback() {
+    heard.push('afterTransactionRollback');
+  }
+}
+
+describe('atomic transactions with a subscriber of TypeORM’s transaction events', () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await libraryApp({
+      infrastructure: { subscribers: [TransactionEventsSubscriber] },
+    }));
+  });
+  afterAll(() => app.close());
+
+  it('lets TypeORM open and commit them, so the subscriber hears each event once, and still batches', async () => {
+    const t = tag();
+    heard.length = 0;
+    const sent = await queriesOfCreate(app, t);
+    expect(heard).toEqual([
+      'beforeTransactionStart',
+      'afterTransactionStart',
+      'beforeTransactionCommit',
+      'afterTransactionCommit',
+    ]);
+    expect(sent[0]).toMatch(/^START TRANSACTION;\n/);
+    expect(sent[sent.length - 1]).toMatch(/;\nCOMMIT$/);
+    expect(await effects(dataSource, t)).toEqual(['widgets']);
+  });
+
+  it('tells it of the rollback when the handler fails transiently', async () => {
+    heard.length = 0;
+    await request(app.getHttpServer())
+      .post('/crash')
+      .set('idempotency-key', randomUUID())
+      .send({ tag: tag() })
+      .expect(500);
+    expect(heard).toEqual([
+      'beforeTransactionStart',
+      'afterTransactionStart',
+      'afterTransactionRollback',
+    ]);
   });
 });
 
@@ -446,13 +565,7 @@ describe('atomic transactions with preparedStatements: false', () => {
 
   it('sends the claim and the record whole in the START and COMMIT batches', async () => {
     const t = tag();
-    const sent = await queriesDuring(() =>
-      request(app.getHttpServer())
-        .post('/widgets')
-        .set('idempotency-key', randomUUID())
-        .send({ tag: t })
-        .expect(201),
-    );
+    const sent = await queriesOfCreate(app, t);
     expect(sent).toHaveLength(3);
     expect(sent[0]).toMatch(/^START TRANSACTION;\nWITH claim AS/);
     expect(sent[2]).toMatch(/^WITH recorded AS[\s\S]*;\nCOMMIT$/);

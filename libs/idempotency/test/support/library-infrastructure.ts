@@ -18,6 +18,8 @@ export interface InfrastructureOptions {
   migrations?: MixedList<string | (new () => MigrationInterface)>;
   /** The DataSource's entities (a suite that writes through repositories). Default none. */
   entities?: MixedList<string | EntitySchema | (new () => unknown)>;
+  /** The DataSource's subscribers (a suite that listens to TypeORM's events). Default none. */
+  subscribers?: MixedList<string | (new () => unknown)>;
   /**
    * The package README's lean set-up: the transactional plugin through
    * `ClsModule.registerPlugins`, without `ClsModule.forRoot` (no CLS guard or interceptor).
@@ -44,6 +46,7 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       url: databaseUrl(),
       migrations: options.migrations ?? libraryMigrations,
       entities: options.entities,
+      subscribers: options.subscribers,
       isolationLevel: options.isolationLevel,
       ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
     }),
