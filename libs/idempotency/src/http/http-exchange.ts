@@ -57,6 +57,25 @@ export function routePattern(context: ExecutionContext, request: HttpRequestLike
   return `/${[controllerPath, handlerPath].flat().join('/')}`.replace(/\/+/g, '/');
 }
 
+/** The query of every request whose URL has none: shared, so frozen. */
+const NO_QUERY: Readonly<Record<string, never>> = Object.freeze({});
+
+/**
+ * The request's parsed query; an empty object, without reading `query`, when its URL has no
+ * query string. Express 5 parses the query string anew at every read of `req.query` (a getter on
+ * its prototype), which a request without one need not pay for. A `query` the request holds as
+ * its own property (Fastify's, or one a hook set) is taken as it is.
+ */
+export function requestQuery(request: HttpRequestLike): unknown {
+  if (
+    typeof request.url === 'string' &&
+    !request.url.includes('?') &&
+    !Object.hasOwn(request, 'query')
+  )
+    return NO_QUERY;
+  return request.query;
+}
+
 function headerValue(request: HttpRequestLike, name: string): string | undefined {
   const value = request.headers[name.toLowerCase()];
   return Array.isArray(value) ? value.join(', ') : value;

@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http';
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { ClassTransformOptions } from 'class-transformer';
@@ -8,7 +9,12 @@ import {
   requestFingerprint,
   verbatimRequest,
 } from './fingerprint';
-import { fingerprintedHeaders, type HttpRequestLike, httpResponse } from './http-exchange';
+import {
+  fingerprintedHeaders,
+  type HttpRequestLike,
+  httpResponse,
+  requestQuery,
+} from './http-exchange';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
@@ -78,7 +84,7 @@ export class HttpRequestFlow implements RequestFlow {
       method: request.method,
       route: this.pattern,
       params: request.params,
-      query: request.query,
+      query: requestQuery(request),
       body: request.body,
       headers: fingerprintedHeaders(request, options.fingerprintHeaders),
     };
@@ -98,12 +104,16 @@ export class HttpRequestFlow implements RequestFlow {
     const adapter = this.adapterHost.httpAdapter;
     const response = httpResponse(this.context);
     adapter.status(response, stored.statusCode);
-    // Arrays too (Set-Cookie): both adapters take them. A replay header wins over a stored one.
+    // Express's `res.set` looks every Content-Type up in its MIME table; Node's own setHeader
+    // takes the value as it is. The router adds the charset to a text body's type either way,
+    // so the bytes sent are the same. A Fastify reply is no ServerResponse: its adapter sets them.
+    const raw = response instanceof ServerResponse ? response : undefined;
+    // Arrays too (Set-Cookie): both take them. A replay header wins over a stored one.
     for (const name in stored.headers) {
       if (replayHeaders?.[name] === undefined)
-        adapter.setHeader(response, name, stored.headers[name] as string);
+        setHeader(adapter, response, raw, name, stored.headers[name]);
     }
-    for (const name in replayHeaders) adapter.setHeader(response, name, replayHeaders[name]);
+    for (const name in replayHeaders) setHeader(adapter, response, raw, name, replayHeaders[name]);
     return wireBody(stored);
   }
 }
@@ -149,4 +159,15 @@ class DescribedHttpRequest implements IdempotentRequest {
   get label(): string {
     return (this.keyLabel ??= keyLabel(this.id.tenantId, this.id.scope, this.id.key));
   }
+}
+
+function setHeader(
+  adapter: HttpAdapterHost['httpAdapter'],
+  response: unknown,
+  raw: ServerResponse | undefined,
+  name: string,
+  value: string | string[],
+): void {
+  if (raw) raw.setHeader(name, value);
+  else adapter.setHeader(response, name, value as string);
 }

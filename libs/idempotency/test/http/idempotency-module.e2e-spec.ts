@@ -93,6 +93,17 @@ describe('IdempotencyModule in a bare app (forRoot, defaults but the replay cach
     expect(await effects(dataSource, t)).toEqual(['things/1']);
   });
 
+  it('reads no query where the URL has none, and takes that as the empty query', async () => {
+    const k = key();
+    const t = tag();
+    const first = await post('/things/1', { tag: t }, { 'idempotency-key': k }).expect(201);
+    // An empty query string parses to the empty query: the same request.
+    const emptyQuery = await post('/things/1?', { tag: t }, { 'idempotency-key': k }).expect(201);
+    await post('/things/1?mode=a', { tag: t }, { 'idempotency-key': k }).expect(422);
+    expect(emptyQuery.text).toBe(first.text);
+    expect(await effects(dataSource, t)).toEqual(['things/1']);
+  });
+
   it('applies DTO defaults before hashing: an omitted default and its explicit value are one request', async () => {
     const k = key();
     const t = tag();
