@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import type { SamplingHeapProfile } from './allocation-profile';
 import { findFreePort } from '#tools/embedded-postgres';
 import type { BenchStats } from '../apps/payments-api/src/bench/bench-stats.service';
 import { DEMO_MAIN } from './repo-paths';
@@ -85,6 +86,26 @@ export class DemoProcess {
     const response = await fetch(`${this.url}/bench/stats`, { headers: { authorization } });
     if (response.status !== 200) throw new Error(`GET /bench/stats answered ${response.status}`);
     return (await response.json()) as BenchStats;
+  }
+
+  /** Starts V8's allocation sampling in the demo (`BenchAllocationsController`). */
+  async startAllocationSampling(authorization: string): Promise<void> {
+    await this.post('/bench/allocations/start', authorization, 204);
+  }
+
+  /** Stops it and returns V8's sampling heap profile. */
+  async stopAllocationSampling(authorization: string): Promise<SamplingHeapProfile> {
+    const response = await this.post('/bench/allocations/stop', authorization, 200);
+    return (await response.json()) as SamplingHeapProfile;
+  }
+
+  private async post(path: string, authorization: string, expected: number): Promise<Response> {
+    const response = await fetch(`${this.url}${path}`, {
+      method: 'POST',
+      headers: { authorization },
+    });
+    if (response.status !== expected) throw new Error(`POST ${path} answered ${response.status}`);
+    return response;
   }
 
   /**

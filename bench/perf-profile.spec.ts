@@ -147,6 +147,8 @@ describe('perf profile of a scenario', () => {
       profileOptions(['--scenarios=c', '--seconds=2.5', '--node=/opt/node'], {}, 'x'),
     ).toMatchObject({ scenarios: ['c'], seconds: 2.5, demoNode: '/opt/node' });
     expect(profileOptions(['--scenarios=c'], { BENCH_NODE: '/n24' }, 'x').demoNode).toBe('/n24');
+    expect(profileOptions(['--scenarios=a,j', '--allocations'], {}, 'x').allocations).toBe(true);
+    expect(profileOptions(['--scenarios=a,j'], {}, 'x').allocations).toBeUndefined();
     expect(() => profileOptions([], {})).toThrow('--scenarios is required');
     expect(() => profileOptions(['--scenarios=a,z'], {})).toThrow('unknown scenario "z"');
     expect(() => profileOptions(['--scenarios=a', '--seconds=0'], {})).toThrow('positive');

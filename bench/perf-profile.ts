@@ -10,7 +10,10 @@
  * C++ (garbage collector, inline-cache misses), which is most of what a request costs.
  */
 
-/** A scenario's profile: microseconds of demo CPU per request, by symbol and by owner. */
+/**
+ * A scenario's profile per request, by symbol and by owner: microseconds of demo CPU (perf), or
+ * bytes allocated (`allocation-profile.ts`).
+ */
 export interface RequestProfile {
   requests: number;
   /** By the symbol a sample landed in; kernel symbols as `[k] name`. */
@@ -48,17 +51,32 @@ export function requestProfile(
   frequencyHz: number,
   requests: number,
 ): RequestProfile {
+  const perSample = 1e6 / frequencyHz;
+  return weightedProfile(
+    stacks.map((frames) => ({ frames, weight: perSample })),
+    requests,
+  );
+}
+
+/**
+ * Stacks (innermost frame first) that each stand for `weight` units (microseconds of CPU,
+ * bytes allocated), grouped as `requestProfile` does, per request.
+ */
+export function weightedProfile(
+  stacks: readonly { frames: readonly string[]; weight: number }[],
+  requests: number,
+): RequestProfile {
   if (requests <= 0) throw new Error('a profile needs at least one request');
-  const perSample = 1e6 / frequencyHz / requests;
   const bySymbol = new Map<string, number>();
   const byOwner = new Map<string, number>();
   const byLibraryFunction = new Map<string, number>();
-  const add = (map: Map<string, number>, key: string) =>
-    map.set(key, (map.get(key) ?? 0) + perSample);
-  for (const stack of stacks) {
-    add(bySymbol, stack[0] ?? '[unknown]');
-    const own = ownFrame(stack);
-    add(byOwner, ownerOfFrame(own, stack));
+  for (const { frames, weight } of stacks) {
+    const share = weight / requests;
+    const add = (map: Map<string, number>, key: string) =>
+      map.set(key, (map.get(key) ?? 0) + share);
+    add(bySymbol, frames[0] ?? '[unknown]');
+    const own = ownFrame(frames);
+    add(byOwner, ownerOfFrame(own, frames));
     if (own.frame !== undefined && own.owner === 'library')
       add(byLibraryFunction, functionOf(own.frame));
   }
@@ -187,28 +205,28 @@ function withTotal(
 /**
  * A table of groups (`byPart`, `byOwner`), one column per scenario and, when there are two or
  * more, the first minus the second: what the first scenario pays beyond the second, group by
- * group. Groups under `minimumMicroseconds` in every column are left out.
+ * group, in `unit`s per request. Groups under `minimum` in every column are left out.
  */
 export function formatGroups(
   heading: string,
   columns: readonly { id: string; groups: ReadonlyMap<string, number> }[],
-  minimumMicroseconds = 1,
+  minimum = 1,
+  unit: 'µs' | 'bytes' = 'µs',
 ): string {
+  const digits = unit === 'bytes' ? 0 : 1;
   const compared = columns.length >= 2;
   const difference = (name: string): number =>
     compared ? (columns[0].groups.get(name) ?? 0) - (columns[1].groups.get(name) ?? 0) : 0;
   const rows = [...new Set(columns.flatMap(({ groups }) => [...groups.keys()]))]
     .filter(
-      (name) =>
-        name === 'all' ||
-        columns.some(({ groups }) => (groups.get(name) ?? 0) >= minimumMicroseconds),
+      (name) => name === 'all' || columns.some(({ groups }) => (groups.get(name) ?? 0) >= minimum),
     )
     .sort((a, b) =>
       a === 'all' ? -1 : b === 'all' ? 1 : difference(b) - difference(a) || a.localeCompare(b),
     );
   const header = [
     `| ${heading} | `,
-    columns.map(({ id }) => `(${id}) µs / request`).join(' | '),
+    columns.map(({ id }) => `(${id}) ${unit} / request`).join(' | '),
     compared ? ` | (${columns[0].id}) − (${columns[1].id})` : '',
     ' |',
   ].join('');
@@ -216,8 +234,8 @@ export function formatGroups(
   const body = rows.map((name) =>
     [
       `| ${name} | `,
-      columns.map(({ groups }) => (groups.get(name) ?? 0).toFixed(1)).join(' | '),
-      compared ? ` | ${signed(difference(name))}` : '',
+      columns.map(({ groups }) => (groups.get(name) ?? 0).toFixed(digits)).join(' | '),
+      compared ? ` | ${signed(difference(name), digits)}` : '',
       ' |',
     ].join(''),
   );
@@ -229,7 +247,9 @@ export function formatTopDifferences(
   first: RequestProfile,
   second: RequestProfile,
   count: number,
+  unit: 'µs' | 'bytes' = 'µs',
 ): string {
+  const digits = unit === 'bytes' ? 0 : 1;
   const symbols = new Set([...first.bySymbol.keys(), ...second.bySymbol.keys()]);
   return [...symbols]
     .map((symbol) => ({
@@ -238,12 +258,15 @@ export function formatTopDifferences(
     }))
     .sort((a, b) => b.difference - a.difference)
     .slice(0, count)
-    .map(({ symbol, difference }) => `${signed(difference).padStart(7)} µs  ${shorten(symbol)}`)
+    .map(
+      ({ symbol, difference }) =>
+        `${signed(difference, digits).padStart(7)} ${unit}  ${shorten(symbol)}`,
+    )
     .join('\n');
 }
 
-function signed(value: number): string {
-  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}`;
+function signed(value: number, digits = 1): string {
+  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(digits)}`;
 }
 
 /** Paths inside the checkout, without the checkout's own path. */

@@ -14,11 +14,14 @@ export interface ProfileOptions {
   demoNode: string;
   /** The Redis of the peer's scenarios (n) and (o), as in `npm run bench` (`--redis`). */
   redisUrl?: string;
+  /** V8's allocation sampling instead of perf: bytes allocated per request (`--allocations`). */
+  allocations?: true;
 }
 
-const USAGE = `usage: npm run bench:profile -- --scenarios=a,b [--seconds=S] [--frequency=HZ] [--connections=N] [--node=PATH] [--redis=URL]
+const USAGE = `usage: npm run bench:profile -- --scenarios=a,b [--seconds=S] [--frequency=HZ] [--connections=N] [--node=PATH] [--redis=URL] [--allocations]
   --scenarios: scenario letters of npm run bench, comma-separated; the first two are compared part by part
-  --seconds: load per scenario while perf samples (default 8); --frequency: samples per CPU second (default 999)`;
+  --seconds: load per scenario while perf samples (default 8); --frequency: samples per CPU second (default 999)
+  --allocations: bytes allocated per request, from V8's sampling heap profiler, instead of perf's CPU`;
 
 /** `--name=value` arguments; the demo's Node.js as in `npm run bench` (`--node`, `BENCH_NODE`). */
 export function profileOptions(
@@ -28,7 +31,7 @@ export function profileOptions(
 ): ProfileOptions {
   const args = namedArguments(
     argv,
-    ['scenarios', 'seconds', 'frequency', 'connections', 'node', 'redis'],
+    ['scenarios', 'seconds', 'frequency', 'connections', 'node', 'redis', 'allocations'],
     USAGE,
   );
   const scenarios = (args.get('scenarios') ?? '').split(',').filter((id) => id !== '');
@@ -46,5 +49,6 @@ export function profileOptions(
     connections: positive('connections', 32, true),
     demoNode: args.get('node') || env.BENCH_NODE || ownNode,
     redisUrl: redisUrl(args, env),
+    ...(args.get('allocations') === 'true' ? { allocations: true as const } : {}),
   };
 }

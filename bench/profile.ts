@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { allocationProfile } from './allocation-profile';
 import { type BenchDatabase, openBenchDatabase } from './bench-database';
 import { pinCpus } from './cpu-pinning';
 import { DemoProcess } from './demo-process';
@@ -16,10 +17,10 @@ import {
   type RequestProfile,
   requestProfile,
 } from './perf-profile';
-import { profileOptions } from './profile-options';
+import { type ProfileOptions, profileOptions } from './profile-options';
 import { completeReplayKeys } from './replay-keys';
 import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
-import { type DemoVariant, scenarios, variantEnvironment } from './scenarios';
+import { type DemoVariant, scenarios, TENANT_KEYS, variantEnvironment } from './scenarios';
 
 /**
  * Node writes /tmp/perf-<pid>.map with it: perf then names JavaScript functions. Not with
@@ -42,7 +43,7 @@ const TOP_SYMBOLS = 25;
  */
 async function main(): Promise<void> {
   const options = profileOptions(process.argv.slice(2), process.env);
-  assertPerfRuns();
+  if (!options.allocations) assertPerfRuns();
   const pinning = pinCpus();
   const workDirectory = mkdtempSync(join(tmpdir(), 'bench-profile-'));
   const demos = new Map<DemoVariant, DemoProcess>();
@@ -82,34 +83,27 @@ async function main(): Promise<void> {
       });
     }
     const profiles: { id: string; profile: RequestProfile }[] = [];
+    const opened = database;
     for (const scenario of chosen) {
       const demo = demoOf(scenario.variant);
-      const data = join(workDirectory, `${scenario.id}.perf.data`);
-      const recorder = await startRecording(demo.pid, data, options.frequencyHz);
-      let run: ScenarioRun;
-      try {
-        run = await runScenario(demo, database, scenario, 'profile', {
+      const run = (): Promise<ScenarioRun> =>
+        runScenario(demo, opened, scenario, 'profile', {
           connections: options.connections,
           durationSeconds: options.seconds,
         });
-      } finally {
-        await stopRecording(recorder);
-      }
-      const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], {
-        encoding: 'utf8',
-        maxBuffer: 1024 * 1024 * 1024,
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
-      const profile = requestProfile(
-        parsePerfScript(script),
-        options.frequencyHz,
-        run.serverRequests,
-      );
+      const { profile, serverRequests, seconds, appCpuMs } = options.allocations
+        ? await sampleAllocations(demo, run)
+        : await recordCpu(demo, run, join(workDirectory, `${scenario.id}.perf.data`), options);
       profiles.push({ id: scenario.id, profile });
       console.log(
-        `(${scenario.id}) ${scenario.title}: ${run.serverRequests} requests in ${run.seconds} s, ` +
-          `${(run.appCpuMs / run.serverRequests).toFixed(3)} ms of demo CPU each by its own clock`,
+        `(${scenario.id}) ${scenario.title}: ${serverRequests} requests in ${seconds} s, ` +
+          `${(appCpuMs / serverRequests).toFixed(3)} ms of demo CPU each by its own clock` +
+          (options.allocations ? ' (slowed down by the sampling)' : ''),
       );
+    }
+    if (options.allocations) {
+      printAllocations(profiles);
+      return;
     }
     console.log(
       `\nDemo CPU per request, by what the code sampled does (perf, ${options.frequencyHz} Hz):\n`,
@@ -154,6 +148,82 @@ async function main(): Promise<void> {
     }
     await database?.close();
     rmSync(workDirectory, { recursive: true, force: true });
+  }
+}
+
+/** A scenario's run under perf, and its samples as CPU per request. */
+async function recordCpu(
+  demo: DemoProcess,
+  run: () => Promise<ScenarioRun>,
+  data: string,
+  options: ProfileOptions,
+): Promise<ScenarioRun & { profile: RequestProfile }> {
+  const recorder = await startRecording(demo.pid, data, options.frequencyHz);
+  let measured: ScenarioRun;
+  try {
+    measured = await run();
+  } finally {
+    await stopRecording(recorder);
+  }
+  const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], {
+    encoding: 'utf8',
+    maxBuffer: 1024 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const profile = requestProfile(
+    parsePerfScript(script),
+    options.frequencyHz,
+    measured.serverRequests,
+  );
+  return { ...measured, profile };
+}
+
+/** A scenario's run under V8's allocation sampling, and its samples as bytes per request. */
+async function sampleAllocations(
+  demo: DemoProcess,
+  run: () => Promise<ScenarioRun>,
+): Promise<ScenarioRun & { profile: RequestProfile }> {
+  await demo.startAllocationSampling(TENANT_KEYS[0]);
+  let measured: ScenarioRun;
+  try {
+    measured = await run();
+  } catch (error) {
+    await demo.stopAllocationSampling(TENANT_KEYS[0]).catch(() => undefined);
+    throw error;
+  }
+  const sampled = await demo.stopAllocationSampling(TENANT_KEYS[0]);
+  return { ...measured, profile: allocationProfile(sampled, measured.serverRequests) };
+}
+
+function printAllocations(profiles: readonly { id: string; profile: RequestProfile }[]): void {
+  console.log(
+    '\nBytes allocated per request, by the JavaScript they were allocated for (the innermost' +
+      " frame outside Node's core; V8's built-ins count for their caller):\n",
+  );
+  console.log(
+    formatGroups(
+      'allocated for',
+      profiles.map(({ id, profile }) => ({ id, groups: byOwner(profile) })),
+      100,
+      'bytes',
+    ),
+  );
+  console.log("\nThe library's part by its function that allocated, or asked for, the bytes:\n");
+  console.log(
+    formatGroups(
+      'library function',
+      profiles.map(({ id, profile }) => ({ id, groups: byLibraryFunction(profile) })),
+      50,
+      'bytes',
+    ),
+  );
+  if (profiles.length >= 2) {
+    console.log(
+      `\nThe frames that allocate most of (${profiles[0].id}) − (${profiles[1].id}), bytes per request:\n`,
+    );
+    console.log(
+      formatTopDifferences(profiles[0].profile, profiles[1].profile, TOP_SYMBOLS, 'bytes'),
+    );
   }
 }
 

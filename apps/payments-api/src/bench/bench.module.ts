@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { OrdersController } from '../orders/orders.controller';
 import { OrdersModule } from '../orders/orders.module';
+import { BenchAllocationsController } from './bench-allocations.controller';
 import { BenchBareController } from './bench-bare.controller';
 import { BenchOrdersController } from './bench-orders.controller';
 import { BenchStatsController } from './bench-stats.controller';
@@ -9,11 +10,17 @@ import { BenchStatsService } from './bench-stats.service';
 /**
  * Routes for `npm run bench`, registered only with `BENCH_ROUTES=1`: the baseline twin of
  * `POST /v1/orders`, a bare route that touches nothing, the same create behind the peer library
- * (`bench/peer/`), and the statement and request counts at `GET /bench/stats`.
+ * (`bench/peer/`), the statement and request counts at `GET /bench/stats`, and V8's allocation
+ * sampling at `POST /bench/allocations/start` and `/stop` (`npm run bench:profile -- --allocations`).
  */
 @Module({
   imports: [OrdersModule],
-  controllers: [BenchOrdersController, BenchBareController, BenchStatsController],
+  controllers: [
+    BenchOrdersController,
+    BenchBareController,
+    BenchStatsController,
+    BenchAllocationsController,
+  ],
   // The orders controller as a plain provider: the twin calls its handler, not its route.
   providers: [OrdersController, BenchStatsService],
 })
