@@ -49,6 +49,6 @@ export function allocationProfile(profile: SamplingHeapProfile, requests: number
  */
 function frameName({ functionName, url, lineNumber, columnNumber }: CallFrame): string {
   if (!url) return `(native) ${functionName || '(anonymous)'}`;
-  // An anonymous function without a name, as perf writes it (`JS:* /path…`).
+  // An anonymous function keeps its empty name, as perf writes it (`JS:* /path…`).
   return `JS:${functionName} ${url.replace(/^file:\/\//, '')}:${lineNumber + 1}:${columnNumber + 1}`;
 }

@@ -28,7 +28,7 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
       await app.close();
     });
 
-    it('serves neither POST /bench/orders nor GET /bench/stats', async () => {
+    it('serves none of POST /bench/orders, GET /bench/stats and POST /bench/allocations/start', async () => {
       const body = { customerId: uniqueCustomer(), amountCents: 100 };
       const server = app.getHttpServer();
       await request(server)
@@ -38,6 +38,10 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
         .expect(404);
       await request(server)
         .get('/bench/stats')
+        .set('authorization', ACME.authorization)
+        .expect(404);
+      await request(server)
+        .post('/bench/allocations/start')
         .set('authorization', ACME.authorization)
         .expect(404);
     });
@@ -80,6 +84,40 @@ describe('benchmark routes (BENCH_ROUTES=1)', () => {
       const orders = await db.orders('globex', customerId);
       expect(orders.map((order) => order.id)).toEqual([res.body.id]);
       expect(await db.orders('acme', customerId)).toHaveLength(0);
+    });
+
+    it('POST /bench/allocations/start and /stop sample what the requests between them allocate', async () => {
+      const server = app.getHttpServer();
+      const post = (path: string) =>
+        request(server).post(path).set('authorization', ACME.authorization);
+      await post('/bench/allocations/stop').expect(409);
+      await post('/bench/allocations/start').expect(204);
+      await post('/bench/allocations/start').expect(409);
+      for (let i = 0; i < 100; i++) {
+        await post('/bench/orders').send({ customerId: uniqueCustomer(), amountCents: 100 });
+      }
+      const res = await post('/bench/allocations/stop').expect(200);
+      await post('/bench/allocations/stop').expect(409);
+      // The orders handler's own frame carries some of the sampled bytes, directly or below it.
+      interface Node {
+        callFrame: { functionName: string; url: string };
+        selfSize: number;
+        children: Node[];
+      }
+      const bytesUnder = (node: Node): number =>
+        node.selfSize + node.children.reduce((sum, child) => sum + bytesUnder(child), 0);
+      const frames: Node[] = [];
+      const visit = (node: Node): void => {
+        frames.push(node);
+        node.children.forEach(visit);
+      };
+      visit(res.body.head as Node);
+      expect(bytesUnder(res.body.head as Node)).toBeGreaterThan(0);
+      const handler = frames.filter(
+        ({ callFrame }) =>
+          callFrame.functionName === 'create' && callFrame.url.includes('orders.service'),
+      );
+      expect(handler.reduce((sum, node) => sum + bytesUnder(node), 0)).toBeGreaterThan(0);
     });
 
     it('POST /bench/bare answers behind the guard without a round trip, and counts as a request', async () => {
