@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type { SamplingHeapProfile } from './allocation-profile';
 import { findFreePort } from '#tools/embedded-postgres';
@@ -169,4 +169,13 @@ export class DemoProcess {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The version of the Node.js binary at `node`; fails loudly for anything that is not one. */
+export function nodeVersion(node: string): string {
+  try {
+    return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  } catch (error) {
+    throw new Error(`the demo's Node.js "${node}" does not run`, { cause: error });
+  }
 }

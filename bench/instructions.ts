@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type BenchDatabase, openBenchDatabase } from './bench-database';
 import { namedArguments, positiveNumber, redisUrl } from './bench-options';
-import { DemoProcess } from './demo-process';
+import { DemoProcess, nodeVersion } from './demo-process';
 import {
   formatInstructionReport,
   type InstructionCount,
@@ -10,7 +10,7 @@ import {
 } from './instruction-count';
 import { completeReplayKeys } from './replay-keys';
 import { runScenario, type ScenarioRun } from './run-scenario';
-import { SCENARIO_IDS, type Scenario, scenarios, variantEnvironment } from './scenarios';
+import { chosenScenarios, type Scenario, scenarioIds, variantEnvironment } from './scenarios';
 
 const USAGE = `usage: npm run bench:instructions -- [--scenarios=c,k,g] [--warmup=N] [--requests=N] [--connections=N] [--node=PATH] [--redis=URL]
   --scenarios: scenario letters of npm run bench (default a,b,j,c,k,g)
@@ -34,11 +34,7 @@ async function main(): Promise<void> {
     ['scenarios', 'warmup', 'requests', 'connections', 'node', 'redis'],
     USAGE,
   );
-  const ids = (args.get('scenarios') ?? 'a,b,j,c,k,g').split(',').filter((id) => id !== '');
-  for (const id of ids) {
-    if (!(SCENARIO_IDS as readonly string[]).includes(id))
-      throw new Error(`unknown scenario "${id}": one of ${SCENARIO_IDS.join(', ')}`);
-  }
+  const ids = scenarioIds(args.get('scenarios') ?? 'a,b,j,c,k,g');
   const warmup = positiveNumber('--warmup', args.get('warmup'), 3000, true);
   const requests = positiveNumber('--requests', args.get('requests'), 2000, true);
   const connections = positiveNumber('--connections', args.get('connections'), 8, true);
@@ -46,11 +42,7 @@ async function main(): Promise<void> {
   const redis = redisUrl(args, process.env);
   assertCallgrindRuns();
   const runId = randomUUID().slice(0, 8);
-  const chosen = ids.map((id) => {
-    const scenario = scenarios(runId, redis !== undefined).find((each) => each.id === id);
-    if (!scenario) throw new Error(`scenario ${id} needs a Redis for the peer: --redis=URL`);
-    return scenario;
-  });
+  const chosen = chosenScenarios(runId, ids, redis !== undefined);
   const database = await openBenchDatabase(process.env);
   const counts: InstructionCount[] = [];
   try {
@@ -137,10 +129,6 @@ function callgrindControl(args: string[]): string {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-}
-
-function nodeVersion(node: string): string {
-  return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
 }
 
 /** valgrind must be installed; said plainly when it is not. */

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
@@ -6,7 +5,7 @@ import { type BenchDatabase, openBenchDatabase } from './bench-database';
 import { type BenchOptions, benchOptions } from './bench-options';
 import { benchFigures, formatFigures, invalidities } from './bench-report';
 import { type CpuPinning, pinCpus } from './cpu-pinning';
-import { DemoProcess } from './demo-process';
+import { DemoProcess, nodeVersion } from './demo-process';
 import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
 import { completeReplayKeys } from './replay-keys';
@@ -156,15 +155,6 @@ function header(
       `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
     '',
   ].join('\n');
-}
-
-/** The version of the Node.js binary at `node`; fails loudly for anything that is not one. */
-function nodeVersion(node: string): string {
-  try {
-    return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-  } catch (error) {
-    throw new Error(`the demo's Node.js "${node}" does not run`, { cause: error });
-  }
 }
 
 /** The 1-minute load average: how busy the machine was besides the benchmark. */

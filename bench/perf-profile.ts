@@ -70,15 +70,15 @@ export function weightedProfile(
   const bySymbol = new Map<string, number>();
   const byOwner = new Map<string, number>();
   const byLibraryFunction = new Map<string, number>();
+  const add = (map: Map<string, number>, key: string, share: number) =>
+    map.set(key, (map.get(key) ?? 0) + share);
   for (const { frames, weight } of stacks) {
     const share = weight / requests;
-    const add = (map: Map<string, number>, key: string) =>
-      map.set(key, (map.get(key) ?? 0) + share);
-    add(bySymbol, frames[0] ?? '[unknown]');
+    add(bySymbol, frames[0] ?? '[unknown]', share);
     const own = ownFrame(frames);
-    add(byOwner, ownerOfFrame(own, frames));
+    add(byOwner, ownerOfFrame(own, frames), share);
     if (own.frame !== undefined && own.owner === 'library')
-      add(byLibraryFunction, functionOf(own.frame));
+      add(byLibraryFunction, functionOf(own.frame), share);
   }
   return { requests, bySymbol, byOwner, byLibraryFunction };
 }
@@ -213,7 +213,7 @@ export function formatGroups(
   minimum = 1,
   unit: 'µs' | 'bytes' = 'µs',
 ): string {
-  const digits = unit === 'bytes' ? 0 : 1;
+  const digits = DIGITS[unit];
   const compared = columns.length >= 2;
   const difference = (name: string): number =>
     compared ? (columns[0].groups.get(name) ?? 0) - (columns[1].groups.get(name) ?? 0) : 0;
@@ -249,7 +249,7 @@ export function formatTopDifferences(
   count: number,
   unit: 'µs' | 'bytes' = 'µs',
 ): string {
-  const digits = unit === 'bytes' ? 0 : 1;
+  const digits = DIGITS[unit];
   const symbols = new Set([...first.bySymbol.keys(), ...second.bySymbol.keys()]);
   return [...symbols]
     .map((symbol) => ({
@@ -264,6 +264,9 @@ export function formatTopDifferences(
     )
     .join('\n');
 }
+
+/** Decimals a unit is printed with: tenths of microseconds, whole bytes. */
+const DIGITS = { µs: 1, bytes: 0 } as const;
 
 function signed(value: number, digits = 1): string {
   return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(digits)}`;

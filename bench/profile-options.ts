@@ -1,5 +1,5 @@
 import { namedArguments, positiveNumber, redisUrl } from './bench-options';
-import { SCENARIO_IDS, type ScenarioId } from './scenarios';
+import { type ScenarioId, scenarioIds } from './scenarios';
 
 /** What `npm run bench:profile` profiles, and how. */
 export interface ProfileOptions {
@@ -34,16 +34,12 @@ export function profileOptions(
     ['scenarios', 'seconds', 'frequency', 'connections', 'node', 'redis', 'allocations'],
     USAGE,
   );
-  const scenarios = (args.get('scenarios') ?? '').split(',').filter((id) => id !== '');
+  const scenarios = scenarioIds(args.get('scenarios') ?? '');
   if (scenarios.length === 0) throw new Error(`--scenarios is required\n${USAGE}`);
-  for (const id of scenarios) {
-    if (!(SCENARIO_IDS as readonly string[]).includes(id))
-      throw new Error(`unknown scenario "${id}": one of ${SCENARIO_IDS.join(', ')}`);
-  }
   const positive = (name: string, fallback: number, integer: boolean): number =>
     positiveNumber(`--${name}`, args.get(name), fallback, integer);
   return {
-    scenarios: scenarios as ScenarioId[],
+    scenarios,
     seconds: positive('seconds', 8, false),
     frequencyHz: positive('frequency', 999, true),
     connections: positive('connections', 32, true),

@@ -20,7 +20,7 @@ import {
 import { type ProfileOptions, profileOptions } from './profile-options';
 import { completeReplayKeys } from './replay-keys';
 import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
-import { type DemoVariant, scenarios, TENANT_KEYS, variantEnvironment } from './scenarios';
+import { chosenScenarios, type DemoVariant, TENANT_KEYS, variantEnvironment } from './scenarios';
 
 /**
  * Node writes /tmp/perf-<pid>.map with it: perf then names JavaScript functions. Not with
@@ -51,13 +51,7 @@ async function main(): Promise<void> {
   try {
     database = await openBenchDatabase(process.env);
     const runId = randomUUID().slice(0, 8);
-    const chosen = options.scenarios.map((id) => {
-      const scenario = scenarios(runId, options.redisUrl !== undefined).find(
-        (each) => each.id === id,
-      );
-      if (!scenario) throw new Error(`scenario ${id} needs a Redis for the peer: --redis=URL`);
-      return scenario;
-    });
+    const chosen = chosenScenarios(runId, options.scenarios, options.redisUrl !== undefined);
     // The default process always starts: it completes the keys that (c) and (h) replay.
     for (const variant of new Set<DemoVariant>([
       'default',

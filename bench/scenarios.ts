@@ -31,6 +31,16 @@ export const SCENARIO_IDS = [
 
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
+/** Scenario letters given as `a,b,j`, each checked against `SCENARIO_IDS`. */
+export function scenarioIds(list: string): ScenarioId[] {
+  const ids = list.split(',').filter((id) => id !== '');
+  for (const id of ids) {
+    if (!(SCENARIO_IDS as readonly string[]).includes(id))
+      throw new Error(`unknown scenario "${id}": one of ${SCENARIO_IDS.join(', ')}`);
+  }
+  return ids as ScenarioId[];
+}
+
 /**
  * Which demo process serves a scenario: the default one, or a twin. A setting's cost is read
  * between twins, which are started and warmed alike and each serve one scenario: `twin` with
@@ -113,6 +123,16 @@ export function peerReplayKey(runId: string): string {
 /** Every scenario of a run; those of the peer on Redis only when `redis` is true. */
 export function scenarios(runId: string, redis: boolean): Scenario[] {
   return allScenarios(runId).filter((scenario) => redis || !scenario.needsRedis);
+}
+
+/** The scenarios of `ids`, in their order; one of the peer on Redis without `redis` is refused. */
+export function chosenScenarios(runId: string, ids: readonly string[], redis: boolean): Scenario[] {
+  const available = scenarios(runId, redis);
+  return ids.map((id) => {
+    const scenario = available.find((each) => each.id === id);
+    if (!scenario) throw new Error(`scenario ${id} needs a Redis for the peer: --redis=URL`);
+    return scenario;
+  });
 }
 
 function allScenarios(runId: string): Scenario[] {
