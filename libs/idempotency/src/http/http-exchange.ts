@@ -13,6 +13,8 @@ export interface HttpRequestLike {
   body?: unknown;
   route?: { path?: unknown };
   routeOptions?: { url?: string };
+  /** Express's application, with its settings. */
+  app?: { settings?: Record<string, unknown> };
 }
 
 /** The response fields the library reads; Express responses and Fastify replies both have them. */
@@ -74,6 +76,20 @@ export function requestQuery(request: HttpRequestLike): unknown {
   )
     return NO_QUERY;
   return request.query;
+}
+
+/**
+ * Whether the Express app behind `request` writes JSON other than as JSON.stringify(value) does:
+ * its `json spaces`, `json replacer` or `json escape` setting is set. The bytes it sends for a
+ * value then differ from the bytes the library stored for that value.
+ */
+export function formatsJson(request: HttpRequestLike): boolean {
+  const settings = request.app?.settings;
+  // As Express's res.json reads them: a falsy setting changes nothing.
+  return (
+    settings !== undefined &&
+    Boolean(settings['json spaces'] || settings['json replacer'] || settings['json escape'])
+  );
 }
 
 function headerValue(request: HttpRequestLike, name: string): string | undefined {

@@ -11,6 +11,7 @@ import {
 } from './fingerprint';
 import {
   fingerprintedHeaders,
+  formatsJson,
   type HttpRequestLike,
   httpResponse,
   requestQuery,
@@ -23,7 +24,7 @@ import type { IdempotentRequest } from './idempotent-request';
 import type { KeyId } from './key-id';
 import type { Delivery, RequestFlow } from './request-flow';
 import type { RouteOptions } from './route-options';
-import { wireBody } from './stored-response';
+import { storedText, wireBody } from './stored-response';
 
 /**
  * One request on an `@Idempotent()` HTTP route: its key, tenant and fingerprint read from the
@@ -40,6 +41,8 @@ export class HttpRequestFlow implements RequestFlow {
     readonly eventScope: string,
     private readonly options: ResolvedIdempotencyOptions,
     private readonly adapterHost: HttpAdapterHost,
+    /** Nothing between this route's interceptor and the router needs a value (`isOutermostInterceptor`). */
+    private readonly outermost: boolean,
   ) {}
 
   /**
@@ -114,7 +117,11 @@ export class HttpRequestFlow implements RequestFlow {
         setHeader(adapter, response, raw, name, stored.headers[name]);
     }
     for (const name in replayHeaders) setHeader(adapter, response, raw, name, replayHeaders[name]);
-    return wireBody(stored);
+    // The stored bytes as they are, where Express would write them again unchanged; otherwise
+    // a value, for the interceptors around this one or Fastify's serialiser.
+    return this.outermost && raw && !formatsJson(this.request)
+      ? storedText(stored)
+      : wireBody(stored);
   }
 }
 

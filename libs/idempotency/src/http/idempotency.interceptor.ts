@@ -5,8 +5,9 @@ import {
   Injectable,
   Logger,
   type NestInterceptor,
+  Optional,
 } from '@nestjs/common';
-import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { ApplicationConfig, HttpAdapterHost, Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, type Observable, of, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { IdempotencyEvents } from './events/idempotency-events';
@@ -18,6 +19,7 @@ import { httpRequest, routePattern } from './http-exchange';
 import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
+import { isOutermostInterceptor } from './outermost-interceptor';
 import type { StoredResponse } from './idempotency.options';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
@@ -58,6 +60,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly cache: CompletedResponseCache,
     private readonly inFlight: InFlightKeys,
     private readonly transactions: TransactionHostRef,
+    // Every Nest module provides it; optional, so a hand-built interceptor works without it.
+    @Optional() private readonly appConfig?: ApplicationConfig,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -75,6 +79,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     RUNNING.add(request);
     const pattern = routePattern(context, request);
     const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
+    const outermost = isOutermostInterceptor(
+      this.appConfig,
+      this.reflector,
+      context.getClass(),
+      context.getHandler() as never,
+      IdempotencyInterceptor,
+    );
     return this.run(
       next,
       route,
@@ -87,6 +98,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         scope,
         this.options,
         this.adapterHost,
+        outermost,
       ),
     );
   }

@@ -109,10 +109,9 @@ export function captureFailure(
  * the handler wrote it, not re-serialised (or failing after the commit).
  */
 export function wireBody(stored: StoredResponse): unknown {
-  const contentType = String(stored.headers['content-type'] ?? '');
-  if (stored.body.length === 0 && !contentType) return undefined;
-  const text = stored.body.toString('utf8');
-  if (!/[/+]json\b/.test(contentType) || text.length === 0) return text;
+  const text = storedText(stored);
+  if (text === undefined) return undefined;
+  if (!/[/+]json\b/.test(contentTypeOf(stored)) || text.length === 0) return text;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -125,6 +124,21 @@ export function wireBody(stored: StoredResponse): unknown {
   if (typeof value === 'string' || JSON.stringify(value) !== text) return text;
   ROUND_TRIP_SAFE.add(stored.body);
   return value;
+}
+
+/**
+ * The stored body as the text the router sends as it is (its Content-Type is set already), or
+ * nothing when nothing was stored. For a JSON body this skips `wireBody`'s parse and the
+ * router's serialisation: only where nothing between the interceptor and the wire needs a
+ * value (`isOutermostInterceptor`) and the app formats JSON as JSON.stringify does.
+ */
+export function storedText(stored: StoredResponse): string | undefined {
+  if (stored.body.length === 0 && !contentTypeOf(stored)) return undefined;
+  return stored.body.toString('utf8');
+}
+
+function contentTypeOf(stored: StoredResponse): string {
+  return String(stored.headers['content-type'] ?? '');
 }
 
 function pickHeaders(

@@ -481,6 +481,75 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
   });
 });
 
+/** Reads a response as text, without JSON.parse: the test counts the server's parses. */
+function asText(response: request.Response, callback: (error: Error | null, body: string) => void) {
+  // At run time superagent hands a parser the raw response stream.
+  const stream = response as unknown as NodeJS.ReadableStream;
+  let text = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => (text += chunk));
+  stream.on('end', () => callback(null, text));
+}
+
+describe.each([
+  ['nestjs-cls registers plugins only', { pluginOnly: true }, undefined, 0],
+  ["nestjs-cls's ClsInterceptor is mounted", { mountClsInterceptor: true }, undefined, 0],
+  ['Express has `json spaces` set', { pluginOnly: true }, 2, 1],
+  ["ClsModule.forRoot's idle global interceptor runs in front", {}, undefined, 1],
+])(
+  'IdempotencyModule, the first interceptor of a route, when %s',
+  (_when, infrastructure, spaces, parses) => {
+    let app: INestApplication;
+    let dataSource: DataSource;
+    beforeAll(async () => {
+      ({ app, dataSource } = await createLibraryApp(
+        IdempotencyModule.forRoot({}),
+        (nest) => {
+          if (spaces !== undefined) nest.getHttpAdapter().getInstance().set('json spaces', spaces);
+        },
+        infrastructure,
+      ));
+    });
+    afterAll(() => app.close());
+
+    it(`sends the same bytes first time and on replay, the stored JSON parsed ${parses} time(s) per replay`, async () => {
+      const k = key();
+      const t = tag();
+      const post = () =>
+        request(app.getHttpServer())
+          .post('/widgets')
+          .set('idempotency-key', k)
+          .send({ tag: t, size: 3 })
+          .buffer(true)
+          .parse(asText);
+      const first = await post().expect(201);
+      const [row] = await dataSource.query(
+        'SELECT response_body FROM idempotency_keys WHERE idem_key = $1',
+        [k],
+      );
+      const stored: string = row.response_body.toString('utf8');
+      const parse = jest.spyOn(JSON, 'parse');
+      try {
+        const replays = [await post().expect(201), await post().expect(201)];
+        const parsesOfStored = parse.mock.calls.filter(([text]) => text === stored).length;
+        expect(parsesOfStored).toBe(parses * replays.length);
+        for (const replay of replays) {
+          expect(replay.body).toBe(first.body);
+          expect(replay.headers['content-type']).toBe(first.headers['content-type']);
+          expect(replay.headers.etag).toBe(first.headers.etag);
+        }
+      } finally {
+        parse.mockRestore();
+      }
+      expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(first.body).toBe(
+        spaces === undefined ? stored : JSON.stringify(JSON.parse(stored), null, spaces),
+      );
+      expect(await effects(dataSource, t)).toEqual(['widgets']);
+    });
+  },
+);
+
 const failingHooks: [string, () => void | Promise<void>][] = [
   [
     'throws',

@@ -25,6 +25,8 @@ export interface InfrastructureOptions {
    * `ClsModule.registerPlugins`, without `ClsModule.forRoot` (no CLS guard or interceptor).
    */
   pluginOnly?: boolean;
+  /** `ClsModule.forRoot` with its interceptor mounted (`ClsInterceptor` as a global). */
+  mountClsInterceptor?: boolean;
 }
 
 /**
@@ -52,6 +54,10 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
     }),
     options.pluginOnly
       ? ClsModule.registerPlugins([plugin])
-      : ClsModule.forRoot({ global: true, plugins: [plugin] }),
+      : ClsModule.forRoot({
+          global: true,
+          plugins: [plugin],
+          interceptor: { mount: options.mountClsInterceptor === true },
+        }),
   ];
 }
