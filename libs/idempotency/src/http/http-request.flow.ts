@@ -24,7 +24,7 @@ import type { IdempotentRequest } from './idempotent-request';
 import type { KeyId } from './key-id';
 import type { Delivery, RequestFlow } from './request-flow';
 import type { RouteOptions } from './route-options';
-import { storedText, wireBody } from './stored-response';
+import { verbatimJsonBody, wireBody } from './stored-response';
 
 /**
  * One request on an `@Idempotent()` HTTP route: its key, tenant and fingerprint read from the
@@ -117,11 +117,18 @@ export class HttpRequestFlow implements RequestFlow {
         setHeader(adapter, response, raw, name, stored.headers[name]);
     }
     for (const name in replayHeaders) setHeader(adapter, response, raw, name, replayHeaders[name]);
-    // The stored bytes as they are, where Express would write them again unchanged; otherwise
-    // a value, for the interceptors around this one or Fastify's serialiser.
-    return this.outermost && raw && !formatsJson(this.request)
-      ? storedText(stored)
-      : wireBody(stored);
+    // The stored bytes as they are, where Express would write the value's JSON unchanged;
+    // otherwise the value, for the interceptors around this one, Fastify's serialiser, an
+    // adapter of another kind, or a `res.json` that middleware replaced on this response.
+    const verbatim =
+      this.outermost &&
+      raw &&
+      !Object.hasOwn(raw, 'json') &&
+      adapter.getType() === 'express' &&
+      !formatsJson(this.request)
+        ? verbatimJsonBody(stored)
+        : undefined;
+    return verbatim ?? wireBody(stored);
   }
 }
 

@@ -21,7 +21,7 @@ const decided = new WeakMap<ApplicationConfig, WeakMap<object, WeakMap<Handler, 
 /**
  * Whether `ours` is the first interceptor Nest runs on this route, and the router sends what it
  * returns as the response body: no global, class-level or earlier method-level interceptor
- * around it but nestjs-cls's `ClsInterceptor` (which hands the value on untouched), no
+ * around it but an instance of nestjs-cls's `ClsInterceptor` (which hands the value on untouched), no
  * `@Redirect()`, `@Render()` or `@Sse()`. Then nothing between it and the wire needs a value, so
  * a stored JSON body can go out as its bytes, without a parse and a second serialisation. Nest
  * builds a route's chain in this order: the globals (request-scoped ones included), the class's,
@@ -65,12 +65,16 @@ function decide(
     ...(reflector.get<InterceptorEntry[] | undefined>(INTERCEPTORS_METADATA, controller) ?? []),
     ...(reflector.get<InterceptorEntry[] | undefined>(INTERCEPTORS_METADATA, handler) ?? []),
   ];
-  const first = chain.find((entry) => !(entry instanceof ClsInterceptor));
-  return first !== undefined && isOurs(first, ours);
+  const first = chain.find((entry) => !isExactly(entry, ClsInterceptor));
+  return first !== undefined && isExactly(first, ours);
 }
 
-function isOurs(entry: InterceptorEntry, ours: Type<NestInterceptor>): boolean {
+/**
+ * `entry` is `type` or an instance of it, not of a subclass: a subclass may override
+ * `intercept` and map the value it hands on.
+ */
+function isExactly(entry: InterceptorEntry, type: Type<NestInterceptor>): boolean {
   return typeof entry === 'function'
-    ? entry === ours || entry.prototype instanceof ours
-    : entry instanceof ours;
+    ? entry === type
+    : Object.getPrototypeOf(entry) === type.prototype;
 }

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Exclude, instanceToPlain } from 'class-transformer';
-import { captureResponse } from './stored-response';
+import type { StoredResponse } from './idempotency.options';
+import { captureResponse, verbatimJsonBody } from './stored-response';
 
 const response = {
   statusCode: 201,
@@ -57,5 +58,32 @@ describe('captureResponse', () => {
       location: '/things/1',
       'content-type': 'application/json; charset=utf-8',
     });
+  });
+});
+
+describe('verbatimJsonBody', () => {
+  const stored = (contentType: string | undefined, text: string): StoredResponse => ({
+    statusCode: 201,
+    headers: contentType === undefined ? {} : { 'content-type': contentType },
+    body: Buffer.from(text, 'utf8'),
+  });
+
+  it('gives the stored text of an application/json body', () => {
+    expect(verbatimJsonBody(stored('application/json; charset=utf-8', '{"id":1}'))).toBe(
+      '{"id":1}',
+    );
+    expect(verbatimJsonBody(stored('application/json', '[1,"two"]'))).toBe('[1,"two"]');
+  });
+
+  it('leaves to the value what the router would send otherwise', () => {
+    // Another JSON type: Nest's Express adapter may replace it for an object with a statusCode.
+    expect(
+      verbatimJsonBody(stored('application/problem+json', '{"statusCode":409}')),
+    ).toBeUndefined();
+    // JSON null: the adapter sends no body for a null value.
+    expect(verbatimJsonBody(stored('application/json', 'null'))).toBeUndefined();
+    expect(verbatimJsonBody(stored('application/json', ''))).toBeUndefined();
+    expect(verbatimJsonBody(stored('text/plain', 'hello'))).toBeUndefined();
+    expect(verbatimJsonBody(stored(undefined, ''))).toBeUndefined();
   });
 });

@@ -109,9 +109,10 @@ export function captureFailure(
  * the handler wrote it, not re-serialised (or failing after the commit).
  */
 export function wireBody(stored: StoredResponse): unknown {
-  const text = storedText(stored);
-  if (text === undefined) return undefined;
-  if (!/[/+]json\b/.test(contentTypeOf(stored)) || text.length === 0) return text;
+  const contentType = contentTypeOf(stored);
+  if (stored.body.length === 0 && !contentType) return undefined;
+  const text = stored.body.toString('utf8');
+  if (!/[/+]json\b/.test(contentType) || text.length === 0) return text;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -127,14 +128,17 @@ export function wireBody(stored: StoredResponse): unknown {
 }
 
 /**
- * The stored body as the text the router sends as it is (its Content-Type is set already), or
- * nothing when nothing was stored. For a JSON body this skips `wireBody`'s parse and the
- * router's serialisation: only where nothing between the interceptor and the wire needs a
- * value (`isOutermostInterceptor`) and the app formats JSON as JSON.stringify does.
+ * The stored JSON body as text that Nest's Express adapter sends unchanged, where it would send
+ * the same bytes for `wireBody`'s value: undefined otherwise, and the caller sends that value.
+ * Only for `application/json` (for another type the adapter may replace the Content-Type of an
+ * object body with a `statusCode` of 400 or more), and never for the JSON `null`, which the
+ * adapter answers with no body at all. Skips the parse and the router's serialisation; only
+ * where nothing between the interceptor and the wire needs a value (`isOutermostInterceptor`).
  */
-export function storedText(stored: StoredResponse): string | undefined {
-  if (stored.body.length === 0 && !contentTypeOf(stored)) return undefined;
-  return stored.body.toString('utf8');
+export function verbatimJsonBody(stored: StoredResponse): string | undefined {
+  if (!contentTypeOf(stored).startsWith('application/json')) return undefined;
+  const text = stored.body.toString('utf8');
+  return text.length > 0 && text !== 'null' ? text : undefined;
 }
 
 function contentTypeOf(stored: StoredResponse): string {

@@ -491,22 +491,43 @@ function asText(response: request.Response, callback: (error: Error | null, body
   stream.on('end', () => callback(null, text));
 }
 
+/** How each set-up of the suite below configures its app beyond the library's defaults. */
+type AppSetUp = (nest: INestApplication) => void;
+const asIs: AppSetUp = () => undefined;
+const jsonSpaces: AppSetUp = (nest) => nest.getHttpAdapter().getInstance().set('json spaces', 2);
+/** Middleware that wraps `res.json` on each response, as response validators and loggers do. */
+const wrappedJson: AppSetUp = (nest) =>
+  nest.use(
+    (
+      _request: unknown,
+      response: { json(body: unknown): unknown; setHeader(name: string, value: string): void },
+      next: () => void,
+    ) => {
+      const json = response.json.bind(response);
+      response.json = (body: unknown) => {
+        response.setHeader('x-json-wrapper-saw', typeof body);
+        return json(body);
+      };
+      next();
+    },
+  );
+
 describe.each([
-  ['nestjs-cls registers plugins only', { pluginOnly: true }, undefined, 0],
-  ["nestjs-cls's ClsInterceptor is mounted", { mountClsInterceptor: true }, undefined, 0],
-  ['Express has `json spaces` set', { pluginOnly: true }, 2, 1],
-  ["ClsModule.forRoot's idle global interceptor runs in front", {}, undefined, 1],
+  ['nestjs-cls registers plugins only', { pluginOnly: true }, asIs, 0],
+  ["nestjs-cls's ClsInterceptor is mounted", { mountClsInterceptor: true }, asIs, 0],
+  ['Express has `json spaces` set', { pluginOnly: true }, jsonSpaces, 1],
+  ['middleware replaced `res.json` on the response', { pluginOnly: true }, wrappedJson, 1],
+  ["ClsModule.forRoot's idle global interceptor runs in front", {}, asIs, 1],
 ])(
   'IdempotencyModule, the first interceptor of a route, when %s',
-  (_when, infrastructure, spaces, parses) => {
+  (_when, infrastructure, setUp, parses) => {
+    const spaces = setUp === jsonSpaces ? 2 : undefined;
     let app: INestApplication;
     let dataSource: DataSource;
     beforeAll(async () => {
       ({ app, dataSource } = await createLibraryApp(
         IdempotencyModule.forRoot({}),
-        (nest) => {
-          if (spaces !== undefined) nest.getHttpAdapter().getInstance().set('json spaces', spaces);
-        },
+        setUp,
         infrastructure,
       ));
     });
@@ -537,6 +558,10 @@ describe.each([
           expect(replay.body).toBe(first.body);
           expect(replay.headers['content-type']).toBe(first.headers['content-type']);
           expect(replay.headers.etag).toBe(first.headers.etag);
+          // The wrapper still sees a value, on the first answer and on every replay.
+          expect(replay.headers['x-json-wrapper-saw']).toBe(
+            setUp === wrappedJson ? 'object' : undefined,
+          );
         }
       } finally {
         parse.mockRestore();
