@@ -55,37 +55,34 @@ function outermost(
   );
 }
 
+/** An app's config with these global interceptors, in this order. */
+function withGlobals(...interceptors: NestInterceptor[]): ApplicationConfig {
+  const config = new ApplicationConfig();
+  config.useGlobalInterceptors(...interceptors);
+  return config;
+}
+
 describe('isOutermostInterceptor', () => {
   it('is true when the route runs ours first: on the method, on the class, or as the only global', () => {
     expect(outermost(new ApplicationConfig(), UseInterceptors(Ours, Other))).toBe(true);
     expect(outermost(new ApplicationConfig(), () => undefined, UseInterceptors(Ours))).toBe(true);
-    const config = new ApplicationConfig();
-    config.useGlobalInterceptors(new Ours());
-    expect(outermost(config, UseInterceptors(Other))).toBe(true);
+    expect(outermost(withGlobals(new Ours()), UseInterceptors(Other))).toBe(true);
   });
 
   it("lets nestjs-cls's ClsInterceptor run in front: it hands the value on untouched", () => {
-    const config = new ApplicationConfig();
-    config.useGlobalInterceptors(new ClsInterceptor());
-    expect(outermost(config, UseInterceptors(Ours))).toBe(true);
+    expect(outermost(withGlobals(new ClsInterceptor()), UseInterceptors(Ours))).toBe(true);
     expect(outermost(new ApplicationConfig(), UseInterceptors(ClsInterceptor, Ours))).toBe(true);
   });
 
   it('takes no subclass for ours or for ClsInterceptor: one may map the value', () => {
-    class MappingCls extends ClsInterceptor {}
+    class ClsSubclass extends ClsInterceptor {}
     expect(outermost(new ApplicationConfig(), UseInterceptors(OursSubclass))).toBe(false);
-    const config = new ApplicationConfig();
-    config.useGlobalInterceptors(new OursSubclass());
-    expect(outermost(config, UseInterceptors(Ours))).toBe(false);
-    const clsSubclass = new ApplicationConfig();
-    clsSubclass.useGlobalInterceptors(new MappingCls());
-    expect(outermost(clsSubclass, UseInterceptors(Ours))).toBe(false);
+    expect(outermost(withGlobals(new OursSubclass()), UseInterceptors(Ours))).toBe(false);
+    expect(outermost(withGlobals(new ClsSubclass()), UseInterceptors(Ours))).toBe(false);
   });
 
   it('is false when any interceptor runs around ours: a global, the class’s, or one listed before it', () => {
-    const config = new ApplicationConfig();
-    config.useGlobalInterceptors(new Other());
-    expect(outermost(config, UseInterceptors(Ours))).toBe(false);
+    expect(outermost(withGlobals(new Other()), UseInterceptors(Ours))).toBe(false);
     expect(outermost(new ApplicationConfig(), UseInterceptors(Ours), UseInterceptors(Other))).toBe(
       false,
     );
