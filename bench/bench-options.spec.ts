@@ -8,6 +8,7 @@ describe('benchmark options', () => {
       rounds: 5,
       durationSeconds: 5,
       warmupSeconds: 3,
+      rewarmSeconds: 10,
       connections: 32,
       smoke: false,
       demoNode: OWN_NODE,

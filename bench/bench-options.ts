@@ -6,6 +6,11 @@ export interface BenchOptions {
   durationSeconds: number;
   /** Seconds each scenario runs once before the first round, not measured. */
   warmupSeconds: number;
+  /**
+   * Seconds a twin's scenario runs, not measured, right before each of its measured runs: a
+   * twin idles while the other scenarios run, and V8 drops much of its optimised code meanwhile.
+   */
+  rewarmSeconds: number;
   connections: number;
   /** A short run for CI: checks that every figure is produced, not what it is. */
   smoke: boolean;
@@ -25,6 +30,9 @@ const FULL: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
   rounds: 5,
   durationSeconds: 5,
   warmupSeconds: 3,
+  // Ten seconds brought a demo idle for a minute back to its CPU per create before the idle
+  // spell (docs/benchmark.md, "Twins idle between their runs").
+  rewarmSeconds: 10,
   connections: 32,
 };
 const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
@@ -33,11 +41,13 @@ const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
   // that completes none has no figures to check.
   durationSeconds: 2,
   warmupSeconds: 0.5,
+  rewarmSeconds: 0.5,
   connections: 32,
 };
 
-const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--connections=N] [--node=PATH] [--redis=URL]
-  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_NODE, BENCH_REDIS_URL (arguments win)
+const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--rewarm=S] [--connections=N] [--node=PATH] [--redis=URL]
+  or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_REWARM, BENCH_CONNECTIONS, BENCH_NODE, BENCH_REDIS_URL (arguments win)
+  --rewarm: seconds of unmeasured load on a twin process right before each of its measured runs (default 10)
   --node: the Node.js binary that runs the demo (default: the one running the benchmark)
   --redis: a Redis for the peer library's records, e.g. redis://127.0.0.1:6379 (default: the peer in memory only)`;
 
@@ -49,7 +59,7 @@ export function benchOptions(
 ): BenchOptions {
   const args = namedArguments(
     argv,
-    ['smoke', 'rounds', 'duration', 'warmup', 'connections', 'node', 'redis', 'help'],
+    ['smoke', 'rounds', 'duration', 'warmup', 'rewarm', 'connections', 'node', 'redis', 'help'],
     USAGE,
   );
   if (args.has('help')) {
@@ -64,6 +74,7 @@ export function benchOptions(
     rounds: read('rounds', defaults.rounds, true),
     durationSeconds: read('duration', defaults.durationSeconds, false),
     warmupSeconds: read('warmup', defaults.warmupSeconds, false),
+    rewarmSeconds: read('rewarm', defaults.rewarmSeconds, false),
     connections: read('connections', defaults.connections, true),
     smoke,
     demoNode: args.get('node') || env.BENCH_NODE || ownNode,

@@ -6,7 +6,7 @@ import { type BenchOptions, benchOptions } from './bench-options';
 import { benchFigures, formatFigures, invalidities } from './bench-report';
 import { type CpuPinning, pinCpus } from './cpu-pinning';
 import { DemoProcess, nodeVersion } from './demo-process';
-import { runScenario, type ScenarioRun, warmUp } from './run-scenario';
+import { rewarm, runScenario, type ScenarioRun, warmUp } from './run-scenario';
 import { formatSlowKeyProbe, probeSlowKey } from './slow-key-probe';
 import { completeReplayKeys } from './replay-keys';
 import { formatRoundTripCosts, probeRoundTrips, roundTripProblems } from './round-trip-probe';
@@ -118,6 +118,9 @@ async function measure(
     const order = round % 2 === 1 ? all : [...all].reverse();
     const line: string[] = [];
     for (const scenario of order) {
+      // Only twins idle between their runs; the default process serves the scenarios in between.
+      if (scenario.variant !== 'default')
+        await rewarm(demoOf(scenario), database, scenario, options);
       const run = await runScenario(demoOf(scenario), database, scenario, `r${round}`, {
         connections: options.connections,
         durationSeconds: options.durationSeconds,
@@ -137,7 +140,7 @@ function header(
   demoNodeVersion: string,
 ): string {
   const cpu = cpus();
-  const { rounds, durationSeconds, warmupSeconds, connections } = options;
+  const { rounds, durationSeconds, warmupSeconds, rewarmSeconds, connections } = options;
   return [
     `nestjs-pg-idempotency benchmark${options.smoke ? ' (smoke run)' : ''}`,
     `machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}), ` +
@@ -152,7 +155,8 @@ function header(
         ? ` and on Redis (${options.redisUrl})`
         : ' (on Redis too with --redis=URL or BENCH_REDIS_URL)'),
     `load: autocannon ${packageVersion('autocannon')}, ${connections} connections, pipelining 1; ` +
-      `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each`,
+      `${rounds} round(s) of ${durationSeconds} s per scenario, after ${warmupSeconds} s of warm-up each; ` +
+      `a twin's runs after ${rewarmSeconds} s of unmeasured load each`,
     '',
   ].join('\n');
 }

@@ -105,3 +105,22 @@ export async function warmUp(
     durationSeconds: warmupSeconds,
   });
 }
+
+/**
+ * Runs a twin's scenario unmeasured right before a measured run. A twin idles while the other
+ * scenarios run; once its allocations stop, V8's full collections free the object shapes that
+ * only its requests used, and the optimised code built on them is thrown away. The first
+ * seconds of load after such a spell cost a create about three times its CPU (measured in
+ * docs/benchmark.md), which is the re-optimising, not the request.
+ */
+export async function rewarm(
+  demo: DemoProcess,
+  database: BenchDatabase,
+  scenario: Scenario,
+  settings: { connections: number; rewarmSeconds: number },
+): Promise<void> {
+  await runScenario(demo, database, scenario, 'rewarm', {
+    connections: settings.connections,
+    durationSeconds: settings.rewarmSeconds,
+  });
+}

@@ -44,8 +44,8 @@ export function scenarioIds(list: string): ScenarioId[] {
 /**
  * Which demo process serves a scenario: the default one, or a twin. A setting's cost is read
  * between twins, which are started and warmed alike and each serve one scenario: `twin` with
- * the default settings, the others with one setting changed. (The default process, which serves
- * most scenarios, measured up to 1.6 times cheaper per create than any twin, settings alike.)
+ * the default settings, the others with one setting changed. A twin idles between its runs, so
+ * each of them is preceded by unmeasured load (`rewarm` in run-scenario.ts).
  */
 export type DemoVariant = 'default' | 'twin' | 'sealed' | 'unguarded' | 'uncached';
 
