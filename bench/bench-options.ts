@@ -7,8 +7,8 @@ export interface BenchOptions {
   /** Seconds each scenario runs once before the first round, not measured. */
   warmupSeconds: number;
   /**
-   * Seconds a twin's scenario runs, not measured, right before each of its measured runs: a
-   * twin idles while the other scenarios run, and V8 drops much of its optimised code meanwhile.
+   * Seconds a scenario runs, not measured, right before a measured run on a process that idled
+   * (a twin, every time): V8 drops much of an idle process's optimised code.
    */
   rewarmSeconds: number;
   connections: number;
@@ -47,7 +47,7 @@ const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
 
 const USAGE = `usage: npm run bench [-- --smoke] [--rounds=N] [--duration=S] [--warmup=S] [--rewarm=S] [--connections=N] [--node=PATH] [--redis=URL]
   or the environment: BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_REWARM, BENCH_CONNECTIONS, BENCH_NODE, BENCH_REDIS_URL (arguments win)
-  --rewarm: seconds of unmeasured load on a twin process right before each of its measured runs (default 10)
+  --rewarm: seconds of unmeasured load before a measured run on a process that idled, a twin every time (default 10)
   --node: the Node.js binary that runs the demo (default: the one running the benchmark)
   --redis: a Redis for the peer library's records, e.g. redis://127.0.0.1:6379 (default: the peer in memory only)`;
 

@@ -107,8 +107,8 @@ export async function warmUp(
 }
 
 /**
- * Runs a twin's scenario unmeasured right before a measured run. A twin idles while the other
- * scenarios run; once its allocations stop, V8's full collections free the object shapes that
+ * Runs a scenario unmeasured right before a measured run on a process that idled: a twin, every
+ * time, since it idles while the other scenarios run. Once a process's allocations stop, V8's full collections free the object shapes that
  * only its requests used, and the optimised code built on them is thrown away. The first
  * seconds of load after such a spell cost a create about three times its CPU (measured in
  * docs/benchmark.md), which is the re-optimising, not the request.
@@ -123,4 +123,15 @@ export async function rewarm(
     connections: settings.connections,
     durationSeconds: settings.rewarmSeconds,
   });
+}
+
+/**
+ * Idle spells of up to 25 s left a demo's CPU per create inside the machine's spread, and one of
+ * a minute tripled it (docs/benchmark.md): a process idle for this long is re-warmed.
+ */
+export const REWARM_AFTER_IDLE_MS = 20_000;
+
+/** Whether a process that last served load at `lastLoaded` (epoch ms) needs `rewarm` now. */
+export function idledTooLong(lastLoaded: number | undefined, now: number = Date.now()): boolean {
+  return lastLoaded === undefined || now - lastLoaded >= REWARM_AFTER_IDLE_MS;
 }
