@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { findFreePort } from '#tools/embedded-postgres';
 import { databaseUrl } from './test-app';
+import { listeningLine } from './process-group';
 
 const MAIN = resolve(__dirname, '../../dist/apps/payments-api/apps/payments-api/src/main.js');
 
@@ -111,7 +112,8 @@ export class AppProcess {
       }
       try {
         const response = await fetch(`${this.url}/health`);
-        if (response.status === 200) return;
+        // Only our own answer counts: the process has logged that it listens on this port.
+        if (response.status === 200 && listeningLine(this.port).test(this.logs.join(''))) return;
       } catch {
         // not listening yet
       }

@@ -66,7 +66,9 @@ export class ProcessGroup {
         (response) => response.status,
         () => 0,
       );
-      if (status === 200) return;
+      // Another test's app may answer on this port for a moment (two processes given one free
+      // port): healthy means the answer is ours, which has logged that it listens there.
+      if (status === 200 && listeningLine(this.port).test(this.text)) return;
       await sleep(100);
     }
     throw new Error(`not healthy in ${timeoutMs} ms:\n${this.text}`);
@@ -80,6 +82,10 @@ export class ProcessGroup {
     }
   }
 }
+
+/** What the demo (and the consumer tests' scratch app) logs once it listens on `port`. */
+export const listeningLine = (port: number) =>
+  new RegExp(`listening on http://(localhost|127\\.0\\.0\\.1):${port}\\b`);
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 

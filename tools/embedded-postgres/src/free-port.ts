@@ -2,34 +2,50 @@ import { createServer } from 'net';
 import { HOST } from './constants';
 
 /**
- * Ports this process was given already. The OS may hand out a port again as soon as the probe
- * closed it: two calls in a row (an app's port and its embedded PostgreSQL's, say) then got the
- * same one, and the second server to bind it failed with EADDRINUSE.
+ * Ports are drawn at random below Linux's default ephemeral range (32768–60999), not asked of
+ * the OS: the OS hands the same port to every process that asks in the same instant (and again
+ * to one process as soon as its probe closed it), and it gives ports of that range to outgoing
+ * connections as well.
  */
-const handedOut = new Set<number>();
-const TRIES = 20;
+const LOWEST = 15_000;
+const HIGHEST = 32_767;
 
-/** Asks the OS for a free TCP port on 127.0.0.1, one this process was not given before. */
+/**
+ * Jest's workers probe at the same time. Each takes only the ports of its own residue modulo
+ * `STRIDE`, so no two are ever given one port: else a test's health check could be answered by
+ * another worker's app.
+ */
+const STRIDE = 8;
+const workerId = Number(process.env.JEST_WORKER_ID);
+const slot = Number.isInteger(workerId) && workerId > 0 ? (workerId - 1) % STRIDE : 0;
+const step = Number.isInteger(workerId) && workerId > 0 ? STRIDE : 1;
+
+/** Ports this process was given already: the server they were meant for may not be up yet. */
+const handedOut = new Set<number>();
+const TRIES = 200;
+
+/** A free TCP port on 127.0.0.1, one this process was not given before. */
 export async function findFreePort(): Promise<number> {
   for (let attempt = 0; attempt < TRIES; attempt++) {
-    const port = await probeFreePort();
-    if (!handedOut.has(port)) {
+    const port = randomCandidate();
+    if (!handedOut.has(port) && (await canListen(port))) {
       handedOut.add(port);
       return port;
     }
   }
-  throw new Error(`the OS kept returning ports this process was given already (${TRIES} tries)`);
+  throw new Error(`no free port between ${LOWEST} and ${HIGHEST} in ${TRIES} tries`);
 }
 
-function probeFreePort(): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+function randomCandidate(): number {
+  const count = Math.floor((HIGHEST - LOWEST - slot) / step) + 1;
+  return LOWEST + slot + step * Math.floor(Math.random() * count);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
     const server = createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen({ port: 0, host: HOST, exclusive: true }, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : undefined;
-      server.close(() => (port ? resolve(port) : reject(new Error('The OS returned no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen({ port, host: HOST, exclusive: true }, () => server.close(() => resolve(true)));
   });
 }
