@@ -30,7 +30,7 @@ module.exports = {
   },
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
-  setupFiles: ['<rootDir>/test/setup/demo-faults-env.ts'],
+  setupFiles: ['<rootDir>/test/setup/demo-faults-env.ts', '<rootDir>/test/setup/port-stripe.ts'],
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   maxWorkers: 2,
   testTimeout: 60_000,

@@ -17,7 +17,7 @@
  * a relative require in its output; jest.config.js for the tests; package.json `imports` for
  * Jest's global set-up, which Node's own require loads.
  */
-export { findFreePort } from './free-port';
+export { findFreePort, usePortStripe } from './free-port';
 export { installedPostgres } from './platform-binaries';
 export {
   type EmbeddedPostgresHandle,
