@@ -52,6 +52,7 @@ describe('npm start in several processes at once', () => {
     rmSync(buildDir, { recursive: true, force: true });
   });
 
+  // A compiler run and five Nest processes: the inner waits (120 s, 60 s) decide, not Jest's 60 s.
   it('builds once, serves from all four, runs each migration once, and a later start skips the build', async () => {
     const four = await Promise.all([start(), start(), start(), start()]);
     await Promise.all(four.map((started) => started.waitUntilHealthy(120_000)));
@@ -85,5 +86,5 @@ describe('npm start in several processes at once', () => {
       expect(started.text).toMatch(/\[PaymentsApi\] stopped$/m);
       expect(started.text).not.toMatch(/\bERROR\b/);
     }
-  });
+  }, 240_000);
 });

@@ -1,8 +1,14 @@
 import type { INestApplication } from '@nestjs/common';
-import { IdempotencyProblemType } from 'nestjs-pg-idempotency';
+import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import {
+  IDEMPOTENCY_DIAGNOSTICS_CHANNEL,
+  type IdempotencyEvent,
+  IdempotencyProblemType,
+} from 'nestjs-pg-idempotency';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from './support/http';
-import { createTestApp } from './support/test-app';
+import { createTestApp, databaseUrl } from './support/test-app';
 
 const DUPLICATES = 100;
 const FRESH = 20;
@@ -12,7 +18,11 @@ const FRESH = 20;
  * a loaded CI run saw one of the 100 start its wait late enough to replay the commit instead.
  */
 const HOLD_MS = 4000;
-/** The fresh creates must answer within this, long before the holder does. */
+/**
+ * The fresh creates must answer within this of being sent. Were the duplicates in lock waits on
+ * the pool's connections, the creates would queue behind them until lockTimeoutMs (2 s) freed
+ * some, or the holder committed.
+ */
 const FRESH_ANSWER_MS = 3000;
 
 /**
@@ -24,9 +34,13 @@ describe('duplicates of a slow request in one process', () => {
   let app: INestApplication;
   let url: string;
   let db: TestDatabase;
+  const applicationName = `duplicates-pool-${randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
     db = new TestDatabase();
-    app = await createTestApp();
+    // Its connections carry a name of their own: other suites share the database.
+    const named = new URL(databaseUrl());
+    named.searchParams.set('application_name', applicationName);
+    app = await createTestApp({ databaseUrl: named.toString() });
     await app.listen(0, '127.0.0.1');
     url = await app.getUrl();
   });
@@ -43,36 +57,52 @@ describe('duplicates of a slow request in one process', () => {
     });
 
   /**
-   * Connections waiting on a lock in a statement about `key` (the claim carries it as a literal),
-   * and the database's connections in all, as PostgreSQL sees them. Other suites share the
-   * database: their own lock waits, at the same moment, are not this test's business.
+   * This app's connections waiting on a lock, and the database's connections in all, as
+   * PostgreSQL sees them. (A lock wait's statement text would not do: pg_stat_activity keeps its
+   * first kilobyte only, and a connection's first claim starts with long PREPAREs.)
    */
-  const connections = async (key: string) => {
+  const connections = async () => {
     const [row] = await db.query<{ waiting: number; total: number }>(
-      `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0)::int
+      `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND application_name = $1)::int
                 AS waiting,
               count(*)::int AS total
          FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
-      [key],
+      [applicationName],
     );
     return row;
   };
+
+  /**
+   * Resolves at the next key this process claims: the library's `claimed` event, on its
+   * diagnostics channel. Only the holder's request runs when it is awaited.
+   */
+  const nextClaim = () =>
+    new Promise<void>((resolve) => {
+      const listener = (message: unknown) => {
+        if ((message as IdempotencyEvent).type !== 'claimed') return;
+        unsubscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
+        resolve();
+      };
+      subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
+    });
 
   it(`answers ${FRESH} fresh creates while ${DUPLICATES} duplicates wait, and the shared key makes one order`, async () => {
     const sharedKey = uniqueKey();
     const sharedCustomer = uniqueCustomer();
     const started = Date.now();
+    const claimed = nextClaim();
     const holder = create(sharedKey, sharedCustomer, { 'x-demo-fault': `delay=${HOLD_MS}` });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the holder has claimed the key
+    await claimed;
     const duplicates = Array.from({ length: DUPLICATES }, () => create(sharedKey, sharedCustomer));
     await new Promise((resolve) => setTimeout(resolve, 200)); // the duplicates are all waiting
-    const during = await connections(sharedKey);
+    const during = await connections();
 
     const freshCustomers = Array.from({ length: FRESH }, () => uniqueCustomer());
+    const freshSent = Date.now();
     const fresh = await Promise.all(
       freshCustomers.map(async (customerId) => {
         const response = await create(uniqueKey(), customerId);
-        return { response, answeredAfterMs: Date.now() - started };
+        return { response, answeredAfterMs: Date.now() - freshSent };
       }),
     );
     const holderResponse = await holder;
@@ -82,7 +112,7 @@ describe('duplicates of a slow request in one process', () => {
     console.log(
       `fresh creates answered after ${Math.min(...fresh.map((f) => f.answeredAfterMs))}` +
         `-${Math.max(...fresh.map((f) => f.answeredAfterMs))} ms, the key holder after ${holderAnsweredAfterMs} ms; ` +
-        `while the duplicates waited: ${during.total} connections of the database, ${during.waiting} in a lock wait on the shared key`,
+        `while the duplicates waited: ${during.total} connections of the database, ${during.waiting} of this app in a lock wait`,
     );
     for (const { response, answeredAfterMs } of fresh) {
       expect(response.status).toBe(201);
@@ -110,8 +140,9 @@ describe('duplicates of a slow request in one process', () => {
   it('lets a waiting duplicate replay the outcome when the holder finishes within the wait', async () => {
     const sharedKey = uniqueKey();
     const customerId = uniqueCustomer();
+    const claimed = nextClaim();
     const holder = create(sharedKey, customerId, { 'x-demo-fault': 'delay=800' });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await claimed;
     const duplicates = await Promise.all(
       Array.from({ length: 30 }, () => create(sharedKey, customerId)),
     );

@@ -313,8 +313,9 @@ describeWithPgBouncer('the demo behind PgBouncer in transaction mode', () => {
         const orderId = await createOrder(urls[0]);
         const key = uniqueKey();
         const [a, b] = await Promise.all([
-          pay(urls[0], key, { orderId, amountCents: 1600 }, 'delay=800'),
-          pay(urls[1], key, { orderId, amountCents: 1600 }, 'delay=800'),
+          // Held 2 s: the loser claims while the winner's lease is live, even through a slow pool.
+          pay(urls[0], key, { orderId, amountCents: 1600 }, 'delay=2000'),
+          pay(urls[1], key, { orderId, amountCents: 1600 }, 'delay=2000'),
         ]);
 
         expect([a.status, b.status].sort()).toEqual([201, 409]);

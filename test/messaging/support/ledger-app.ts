@@ -10,7 +10,10 @@ import {
 } from 'nestjs-pg-idempotency/messaging';
 import { FixedPatternDeserializer, RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
 import { DataSource } from 'typeorm';
-import { runMigrations } from '../../../apps/payments-api/src/database/run-migrations';
+import {
+  MIGRATION_LOCK_ID,
+  runMigrations,
+} from '../../../apps/payments-api/src/database/run-migrations';
 import { brokerUrl } from './broker';
 import { libraryInfrastructure } from '../../../libs/idempotency/test/support/library-infrastructure';
 import { paymentsApiMigrations } from '../../../migrations';
@@ -63,9 +66,13 @@ export async function startLedgerApp(queue: string): Promise<{
   const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
   const dataSource = app.get(DataSource);
   await runMigrations(dataSource);
-  await dataSource.query(
-    `CREATE TABLE IF NOT EXISTS messaging_test_ledger (id serial PRIMARY KEY, message_id text, order_id text NOT NULL)`,
-  );
+  // Under the migrations' lock: two suites creating the table at once can collide in the catalog.
+  await dataSource.transaction(async (manager) => {
+    await manager.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
+    await manager.query(
+      `CREATE TABLE IF NOT EXISTS messaging_test_ledger (id serial PRIMARY KEY, message_id text, order_id text NOT NULL)`,
+    );
+  });
   app.connectMicroservice({
     transport: Transport.RMQ,
     options: {

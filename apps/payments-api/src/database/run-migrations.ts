@@ -1,7 +1,7 @@
 import { type DataSource, MigrationExecutor } from 'typeorm';
 
 // Any constant shared by every process of the demo; pg advisory locks are per database.
-const MIGRATION_LOCK_ID = 7_341_000_001;
+export const MIGRATION_LOCK_ID = 7_341_000_001;
 
 /**
  * Runs pending migrations in one transaction that first takes a transaction-level advisory

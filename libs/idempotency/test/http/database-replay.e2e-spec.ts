@@ -6,7 +6,7 @@ import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { createLibraryApp } from './library-app';
 
-const ROLLBACK_DELAY_MS = 400;
+const ROLLBACK_DELAY_MS = 1000;
 
 /**
  * A replay read from the database (another process completed the key, or the replay cache is
@@ -25,7 +25,7 @@ describe('replays from the database', () => {
       undefined,
       { poolSize: 2 },
     ));
-    // Every ROLLBACK of the run takes 400 ms more: an answer that waited for one shows it.
+    // Every ROLLBACK of the run takes a second more: an answer that waited for one shows it.
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       if (args[0] === 'ROLLBACK') {
         rollbacks++;

@@ -104,17 +104,20 @@ describe('in-flight duplicates in one process', () => {
   it('gives up after lockTimeoutMs with 409 and Retry-After, holding no connection meanwhile', async () => {
     const key = randomUUID();
     const tag = randomUUID();
-    const first = post('/in-flight/slow', key, { tag, delayMs: 2600 }).then((r) => r);
+    // The first attempt holds the key 1.5 s past lockTimeoutMs: a duplicate that starts its wait
+    // up to 1.5 s after it (a loaded machine) still times out first.
+    const first = post('/in-flight/slow', key, { tag, delayMs: 3500 }).then((r) => r);
     await new Promise((resolve) => setTimeout(resolve, 100));
     // Eight duplicates on a pool of four: were they waiting on the row lock, nothing else would run.
     const duplicates = Array.from({ length: 8 }, () =>
-      post('/in-flight/slow', key, { tag, delayMs: 2600 }).then((r) => r),
+      post('/in-flight/slow', key, { tag, delayMs: 3500 }).then((r) => r),
     );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const otherTag = randomUUID();
     const startedOther = Date.now();
     await post('/in-flight/slow', randomUUID(), { tag: otherTag, delayMs: 0 }).expect(201);
-    expect(Date.now() - startedOther).toBeLessThan(1000);
+    // Behind lock waits it would take lockTimeoutMs (2 s) at least.
+    expect(Date.now() - startedOther).toBeLessThan(1500);
     for (const response of await Promise.all(duplicates)) {
       expect(response.status).toBe(409);
       expect(response.headers['retry-after']).toBe('1');

@@ -45,7 +45,8 @@ class LedgerController {
   async post(@Body() body: { tag: string }) {
     await this.effects.record(body.tag);
     return this.outbox.publish({
-      exchange: 'ledger',
+      // An exchange every broker has: a messaging suite's relay beside this one publishes the row.
+      exchange: 'amq.topic',
       routingKey: 'posted',
       payload: body,
       step: 'post',
