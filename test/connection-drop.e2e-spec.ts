@@ -5,6 +5,9 @@ import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { databaseUrl } from './support/test-app';
 
+/** How long the request sleeps in its transaction: the time there is to find and cut it. */
+const HOLD_MS = 5000;
+
 describe('the database connection drops in the middle of a request', () => {
   const applicationName = `conn-drop-${randomUUID().slice(0, 8)}`;
   let app: AppProcess;
@@ -29,11 +32,12 @@ describe('the database connection drops in the middle of a request', () => {
 
     const pending = postRaw(app.url, '/v1/orders', body, {
       ...headers,
-      'x-demo-fault': 'delay=3000',
+      'x-demo-fault': `delay=${HOLD_MS}`,
     });
     // Wait until the claim is made and the handler sleeps inside the transaction, then cut it.
     let terminated = 0;
-    for (let i = 0; i < 50 && terminated === 0; i++) {
+    const deadline = Date.now() + HOLD_MS - 500;
+    while (terminated === 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
       const rows = await db.query<{ ok: boolean }>(
         `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity

@@ -1,11 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import {
-  IDEMPOTENCY_DIAGNOSTICS_CHANNEL,
-  type IdempotencyEvent,
-  IdempotencyProblemType,
-} from 'nestjs-pg-idempotency';
+import { IdempotencyProblemType } from 'nestjs-pg-idempotency';
+import { nextClaim } from '../libs/idempotency/test/support/next-claim';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, type RawResponse, uniqueCustomer, uniqueKey } from './support/http';
 import { createTestApp, databaseUrl } from './support/test-app';
@@ -71,20 +67,6 @@ describe('duplicates of a slow request in one process', () => {
     );
     return row;
   };
-
-  /**
-   * Resolves at the next key this process claims: the library's `claimed` event, on its
-   * diagnostics channel. Only the holder's request runs when it is awaited.
-   */
-  const nextClaim = () =>
-    new Promise<void>((resolve) => {
-      const listener = (message: unknown) => {
-        if ((message as IdempotencyEvent).type !== 'claimed') return;
-        unsubscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
-        resolve();
-      };
-      subscribe(IDEMPOTENCY_DIAGNOSTICS_CHANNEL, listener);
-    });
 
   it(`answers ${FRESH} fresh creates while ${DUPLICATES} duplicates wait, and the shared key makes one order`, async () => {
     const sharedKey = uniqueKey();

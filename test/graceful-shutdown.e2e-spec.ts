@@ -12,6 +12,30 @@ const MAIN = resolve(__dirname, '../dist/apps/payments-api/apps/payments-api/src
  * Both tests use one cluster (the second start reuses it), which saves an initdb, and each runs
  * on one of the two HTTP adapters, whose servers close differently.
  */
+/**
+ * Resolves once a request holds a transaction open in the demo's embedded PostgreSQL: the slow
+ * request has been read and is inside its delay, whatever the machine's load.
+ */
+async function transactionOpen(pgPort: number): Promise<void> {
+  const client = new Client({
+    connectionString: `postgres://postgres:postgres@127.0.0.1:${pgPort}/payments`,
+  });
+  await client.connect();
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'idle in transaction'`,
+      );
+      if (rows[0].n > 0) return;
+      if (Date.now() > deadline) throw new Error('the slow request opened no transaction in 10 s');
+      await new Promise((done) => setTimeout(done, 20));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
   mkdirSync(resolve(__dirname, '../.data'), { recursive: true });
   const dir = mkdtempSync(resolve(__dirname, '../.data/graceful-shutdown-'));
@@ -62,7 +86,7 @@ describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
           'x-demo-fault': 'delay=1500', // held inside its transaction for 1.5 s
         },
       );
-      await new Promise((done) => setTimeout(done, 400));
+      await transactionOpen(pgPort);
       demo.signal(signal);
       await demo.waitForLog(new RegExp(`${signal}: shutting down`));
       // No longer accepting, while the slow request still runs.

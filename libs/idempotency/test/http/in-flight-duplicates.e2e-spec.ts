@@ -6,6 +6,7 @@ import { IdempotencyModule, IdempotencyProblemType, Idempotent } from 'nestjs-pg
 import type { DataSource } from 'typeorm';
 // Not public: the test reads how many keys are in flight, to see that none is left behind.
 import { InFlightKeys } from '../../src/http/replay/in-flight-keys';
+import { nextClaim } from '../support/next-claim';
 import { createLibraryApp, Effects } from './library-app';
 
 class SlowDto {
@@ -74,8 +75,9 @@ describe('in-flight duplicates in one process', () => {
   it('lets one waiting duplicate claim the key the first attempt released; the others replay its outcome', async () => {
     const key = randomUUID();
     const tag = randomUUID();
+    const claimed = nextClaim();
     const first = post('/in-flight/flaky', key, { tag, delayMs: 300 }).then((r) => r);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await claimed; // the first holds the key
     const duplicates = await Promise.all(
       Array.from({ length: 10 }, () =>
         post('/in-flight/flaky', key, { tag, delayMs: 300 }).then((r) => r),
@@ -92,8 +94,9 @@ describe('in-flight duplicates in one process', () => {
   it('answers a waiting duplicate with another request 422 once the first attempt commits', async () => {
     const key = randomUUID();
     const tag = randomUUID();
+    const claimed = nextClaim();
     const first = post('/in-flight/slow', key, { tag, delayMs: 300 }).then((r) => r);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await claimed; // the first holds the key
     const other = await post('/in-flight/slow', key, { tag, delayMs: 301 });
     expect((await first).status).toBe(201);
     expect(other.status).toBe(422);
@@ -106,8 +109,9 @@ describe('in-flight duplicates in one process', () => {
     const tag = randomUUID();
     // The first attempt holds the key 1.5 s past lockTimeoutMs: a duplicate that starts its wait
     // up to 1.5 s after it (a loaded machine) still times out first.
+    const claimed = nextClaim();
     const first = post('/in-flight/slow', key, { tag, delayMs: 3500 }).then((r) => r);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await claimed; // the first holds the key
     // Eight duplicates on a pool of four: were they waiting on the row lock, nothing else would run.
     const duplicates = Array.from({ length: 8 }, () =>
       post('/in-flight/slow', key, { tag, delayMs: 3500 }).then((r) => r),

@@ -18,6 +18,7 @@ import { BatchedTransaction } from '../../src/http/atomic/batched-transaction';
 import { Socket } from 'node:net';
 import { CoalescedWrites } from '../../src/http/atomic/coalesced-writes';
 import { createLibraryApp } from './library-app';
+import { nextClaim } from '../support/next-claim';
 import type { InfrastructureOptions } from '../support/library-infrastructure';
 
 /**
@@ -437,8 +438,9 @@ describe('atomic requests inside an app transaction that rolls back, with the re
     const k = randomUUID();
     const send = () =>
       request(app.getHttpServer()).post('/slow').set('idempotency-key', k).send({ tag: t });
+    const claimed = nextClaim();
     const first = send().then((response) => response);
-    await new Promise((resolve) => setTimeout(resolve, 100)); // the first holds the claim, uncommitted
+    await claimed; // the first holds the claim, uncommitted
     const duplicate = await send();
     expect((await first).status).toBe(500); // its app transaction rolled back after the handler
     // The duplicate waited on the row lock, then ran the handler itself: its 201 is committed.
