@@ -108,10 +108,11 @@ export async function warmUp(
 
 /**
  * Runs a scenario unmeasured right before a measured run on a process that idled: a twin, every
- * time, since it idles while the other scenarios run. Once a process's allocations stop, V8's full collections free the object shapes that
- * only its requests used, and the optimised code built on them is thrown away. The first
- * seconds of load after such a spell cost a create about three times its CPU (measured in
- * docs/benchmark.md), which is the re-optimising, not the request.
+ * time, since it idles while the other scenarios run. Once a process's allocations stop, V8's
+ * full collections free the object shapes that only its requests used, and the optimised code
+ * built on them is thrown away. The first seconds of load after such a spell cost a create about
+ * three times its CPU (measured in docs/benchmark.md), which is the re-optimising, not the
+ * request.
  */
 export async function rewarm(
   demo: DemoProcess,

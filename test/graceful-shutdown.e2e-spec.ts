@@ -2,16 +2,12 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { findFreePort, startEmbeddedPostgres } from '#tools/embedded-postgres';
+import { eventually } from './support/eventually';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { ProcessGroup } from './support/process-group';
 
 const MAIN = resolve(__dirname, '../dist/apps/payments-api/apps/payments-api/src/main.js');
 
-/**
- * Ctrl-C or SIGTERM on `npm start` (no DATABASE_URL): the demo and its PostgreSQL stop in order.
- * Both tests use one cluster (the second start reuses it), which saves an initdb, and each runs
- * on one of the two HTTP adapters, whose servers close differently.
- */
 /**
  * Resolves once a request holds a transaction open in the demo's embedded PostgreSQL: the slow
  * request has been read and is inside its delay, whatever the machine's load.
@@ -22,20 +18,26 @@ async function transactionOpen(pgPort: number): Promise<void> {
   });
   await client.connect();
   try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'idle in transaction'`,
-      );
-      if (rows[0].n > 0) return;
-      if (Date.now() > deadline) throw new Error('the slow request opened no transaction in 10 s');
-      await new Promise((done) => setTimeout(done, 20));
-    }
+    await eventually(
+      'the slow request to open its transaction',
+      async () => {
+        const { rows } = await client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'idle in transaction'`,
+        );
+        return rows[0].n > 0 ? true : undefined;
+      },
+      10_000,
+    );
   } finally {
     await client.end();
   }
 }
 
+/**
+ * Ctrl-C or SIGTERM on `npm start` (no DATABASE_URL): the demo and its PostgreSQL stop in order.
+ * Both tests use one cluster (the second start reuses it), which saves an initdb, and each runs
+ * on one of the two HTTP adapters, whose servers close differently.
+ */
 describe('the demo on its embedded PostgreSQL, stopped by a signal', () => {
   mkdirSync(resolve(__dirname, '../.data'), { recursive: true });
   const dir = mkdtempSync(resolve(__dirname, '../.data/graceful-shutdown-'));

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AppProcess } from '../support/app-process';
 import type { TestDatabase } from '../support/database';
-import { describeWithBroker, eventually, TestBroker } from './support/broker';
+import { eventually } from '../support/eventually';
+import { describeWithBroker, TestBroker } from './support/broker';
 import { createOrder, getOrder } from './support/messaging-app';
 import { orderPaymentsSuite } from './support/order-payments-suite';
 

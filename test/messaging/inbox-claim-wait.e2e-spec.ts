@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import type { InboxSettlement } from 'nestjs-pg-idempotency/messaging';
 import { TestDatabase } from '../support/database';
-import { describeWithBroker, eventually, TestBroker, uniqueQueue } from './support/broker';
+import { eventually } from '../support/eventually';
+import { describeWithBroker, TestBroker, uniqueQueue } from './support/broker';
 import { LEDGER_CONSUMER, startLedgerApp } from './support/ledger-app';
 
 /**

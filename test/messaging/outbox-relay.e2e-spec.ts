@@ -5,14 +5,8 @@ import { Outbox, type InboxSettlement } from 'nestjs-pg-idempotency/messaging';
 import type { AppProcess } from '../support/app-process';
 import { TestDatabase } from '../support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from '../support/http';
-import {
-  describeWithBroker,
-  eventually,
-  type SeenMessage,
-  sleep,
-  TestBroker,
-  uniqueQueue,
-} from './support/broker';
+import { eventually, sleep } from '../support/eventually';
+import { describeWithBroker, type SeenMessage, TestBroker, uniqueQueue } from './support/broker';
 import { LEDGER_CONSUMER, startLedgerApp } from './support/ledger-app';
 import { createOrder, startMessagingApp } from './support/messaging-app';
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
-import { brokerUrl, describeWithBroker, sleep, TestBroker, uniqueQueue } from './support/broker';
+import { sleep } from '../support/eventually';
+import { brokerUrl, describeWithBroker, TestBroker, uniqueQueue } from './support/broker';
 
 /** Collects what the library logs, by level. */
 class CapturingLogger implements LoggerService {

@@ -1,6 +1,7 @@
 import type { AppProcess } from '../support/app-process';
 import { TestDatabase } from '../support/database';
-import { describeWithBroker, eventually, TestBroker, uniqueQueue } from './support/broker';
+import { eventually } from '../support/eventually';
+import { describeWithBroker, TestBroker, uniqueQueue } from './support/broker';
 import { createOrder, getOrder, startMessagingApp } from './support/messaging-app';
 
 const MESSAGES = 1000;

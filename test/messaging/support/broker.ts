@@ -6,6 +6,7 @@ import {
   type Message,
   type Options,
 } from 'amqplib';
+import { sleep } from '../../support/eventually';
 
 /** The RabbitMQ of this run (globalSetup checked it). */
 export function brokerUrl(): string {
@@ -188,24 +189,4 @@ function toSeen(message: Message): SeenMessage {
     body,
     redelivered: message.fields.redelivered,
   };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
 }
