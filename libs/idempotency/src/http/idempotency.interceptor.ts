@@ -8,8 +8,9 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, Reflector } from '@nestjs/core';
-import { defer, lastValueFrom, type Observable, of, throwError } from 'rxjs';
+import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
+import { atCheckPhase, unwrapDelivery } from './delivered';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { OutcomeReporter } from './events/outcome-reporter';
 import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
@@ -128,10 +129,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
     return defer(() => {
       const delivery = this.handle(next, route, flow);
-      // A replay from the replay cache is decided here and now: no promise, no microtask.
-      return delivery instanceof Promise
-        ? delivery.then(unwrapDelivery)
-        : of(unwrapDelivery(delivery));
+      // A replay from the replay cache is decided here and now, without a promise; it is sent
+      // in this turn's check phase (`atCheckPhase`).
+      return delivery instanceof Promise ? delivery.then(unwrapDelivery) : atCheckPhase(delivery);
     });
   }
 
@@ -349,9 +349,4 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
     return Promise.resolve(hooked).then(() => flow.deliver(stored, headers));
   }
-}
-
-function unwrapDelivery(delivery: Delivery): unknown {
-  if ('error' in delivery) throw delivery.error;
-  return delivery.value;
 }
