@@ -50,9 +50,10 @@ export class DemoProcess {
     settings: NodeJS.ProcessEnv = {},
     /** A command that runs Node.js under it (valgrind, say); it makes start-up slow. */
     wrapper: readonly string[] = [],
+    /** The demo's entry file: this checkout's build, or another build's (`npm run bench:compare`). */
+    main: string = DEMO_MAIN,
   ): Promise<DemoProcess> {
-    if (!existsSync(DEMO_MAIN))
-      throw new Error(`${DEMO_MAIN} is missing: run "npm run build" first`);
+    if (!existsSync(main)) throw new Error(`${main} is missing: run "npm run build" first`);
     const port = await findFreePort();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -72,7 +73,7 @@ export class DemoProcess {
       ...(cpu === undefined ? [] : ['taskset', '-c', String(cpu)]),
       ...wrapper,
       node,
-      DEMO_MAIN,
+      main,
     ];
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const demo = new DemoProcess(child, `http://127.0.0.1:${port}`);

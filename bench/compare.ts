@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { type BenchDatabase, openBenchDatabase } from './bench-database';
+import { compareOptions } from './compare-options';
+import { type BuildRun, type ComparedScenario, formatComparison } from './compare-report';
+import { pinCpus } from './cpu-pinning';
+import { DemoProcess, nodeVersion } from './demo-process';
+import { completeReplayKeys } from './replay-keys';
+import { idledTooLong, rewarm, runScenario, warmUp } from './run-scenario';
+import { chosenScenarios, type Scenario, variantEnvironment } from './scenarios';
+
+/** Seconds of unmeasured load before a measured run on a demo that idled (`idledTooLong`). */
+const REWARM_SECONDS = 10;
+
+interface Build {
+  name: 'baseline' | 'candidate';
+  demo: DemoProcess;
+  lastLoaded?: number;
+}
+
+/**
+ * `npm run bench:compare`: this checkout's build (the candidate) against another build of the
+ * demo (the baseline, a copy of `dist/` made before the change), side by side in one run. Both
+ * demos run on the demo CPU, one under load at a time; each round runs every scenario on both,
+ * the order of the two builds swapped from one round to the next, so that drift and a slow spell
+ * fall on both. A change of a few per cent shows here where two full runs of `npm run bench`,
+ * minutes apart, differ by more. A scenario the change does not touch is the control: its ratio
+ * is the two processes' own difference.
+ */
+async function main(): Promise<void> {
+  const options = compareOptions(process.argv.slice(2), process.env);
+  const pinning = pinCpus();
+  let database: BenchDatabase | undefined;
+  const builds: Build[] = [];
+  try {
+    database = await openBenchDatabase(process.env);
+    const runId = randomUUID().slice(0, 8);
+    const chosen = chosenScenarios(runId, options.scenarios, options.redisUrl !== undefined);
+    const environment = variantEnvironment('default', options.redisUrl);
+    for (const [name, main] of [
+      ['baseline', options.baselineMain],
+      ['candidate', undefined],
+    ] as const) {
+      const demo = await DemoProcess.start(
+        database.url,
+        pinning?.demoCpu,
+        options.demoNode,
+        false,
+        environment,
+        [],
+        main,
+      );
+      builds.push({ name, demo });
+      await completeReplayKeys(demo, runId, options.redisUrl !== undefined);
+    }
+    console.log(
+      `bench:compare: ${database.description}, the demos on Node.js ${nodeVersion(options.demoNode)}` +
+        `${pinning ? ` on CPU ${pinning.demoCpu}` : ''}, ${options.connections} connections, ` +
+        `${options.rounds} rounds of ${options.durationSeconds} s per scenario and build\n` +
+        `baseline: ${options.baselineMain}\n`,
+    );
+    for (const scenario of chosen) {
+      for (const build of builds) {
+        await warmUp(build.demo, database, scenario, options);
+        build.lastLoaded = Date.now();
+      }
+    }
+    const compared = await measure(builds, database, chosen, options);
+    console.log(`\n${formatComparison(compared)}`);
+  } finally {
+    for (const build of builds) await build.demo.stop();
+    await database?.close();
+  }
+}
+
+async function measure(
+  builds: Build[],
+  database: BenchDatabase,
+  chosen: Scenario[],
+  options: { rounds: number; durationSeconds: number; connections: number },
+): Promise<ComparedScenario[]> {
+  const compared = chosen.map((scenario) => ({
+    id: scenario.id,
+    title: scenario.title,
+    baseline: [] as BuildRun[],
+    candidate: [] as BuildRun[],
+  }));
+  for (let round = 1; round <= options.rounds; round++) {
+    const order = round % 2 === 1 ? builds : [...builds].reverse();
+    const line: string[] = [];
+    for (const [index, scenario] of chosen.entries()) {
+      for (const build of order) {
+        if (idledTooLong(build.lastLoaded)) {
+          await rewarm(build.demo, database, scenario, {
+            connections: options.connections,
+            rewarmSeconds: REWARM_SECONDS,
+          });
+        }
+        const run = await runScenario(build.demo, database, scenario, `r${round}`, {
+          connections: options.connections,
+          durationSeconds: options.durationSeconds,
+        });
+        build.lastLoaded = Date.now();
+        // As in npm run bench: in (d) a 409 is a correct answer (the key's first request still runs).
+        const allowed = scenario.id === 'd' ? [201, 409] : [201];
+        const answered = [...run.statusCounts.values()].reduce((sum, count) => sum + count, 0);
+        const wrong = [...run.statusCounts].filter(([status]) => !allowed.includes(status));
+        if (wrong.length > 0 || run.errors > 0 || run.serverRequests === 0) {
+          throw new Error(
+            `(${scenario.id}) on the ${build.name}: answers ${wrong.map(([status, count]) => `${count}x ${status}`).join(', ') || 'none other'}, ${run.errors} without an answer`,
+          );
+        }
+        const figures: BuildRun = {
+          cpuMs: run.appCpuMs / run.serverRequests,
+          requestsPerSecond: answered / run.seconds,
+        };
+        compared[index][build.name].push(figures);
+        line.push(`${scenario.id} ${build.name} ${(figures.cpuMs * 1000).toFixed(1)} µs`);
+      }
+    }
+    console.log(`round ${round}/${options.rounds}: ${line.join(', ')}`);
+  }
+  return compared;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
