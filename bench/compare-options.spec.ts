@@ -10,6 +10,7 @@ describe('bench:compare options', () => {
     expect(compareOptions(['--baseline=dist-baseline'], {}, OWN_NODE, built)).toEqual({
       baselineMain: resolve(REPO_ROOT, 'dist-baseline', DEMO_ENTRY),
       scenarios: ['c', 'g'],
+      variant: 'default',
       rounds: 6,
       durationSeconds: 5,
       warmupSeconds: 2,
@@ -29,7 +30,7 @@ describe('bench:compare options', () => {
     );
   });
 
-  it('takes the scenarios and the lengths it is given, and refuses the twins’ scenarios', () => {
+  it('takes the scenarios and the lengths it is given, all on one kind of demo process', () => {
     const options = compareOptions(
       ['--baseline=/tmp/base', '--scenarios=a,b,j', '--rounds=8', '--duration=2.5', '--warmup=1'],
       {},
@@ -44,7 +45,10 @@ describe('bench:compare options', () => {
       warmupSeconds: 1,
     });
     expect(() => compareOptions(['--baseline=b', '--scenarios=c,h'], {}, OWN_NODE, built)).toThrow(
-      'scenario h runs on a twin process',
+      'scenarios c (default), h (uncached) run on demo processes with different settings',
+    );
+    expect(compareOptions(['--baseline=b', '--scenarios=h'], {}, OWN_NODE, built).variant).toBe(
+      'uncached',
     );
     expect(() => compareOptions(['--baseline=b', '--scenarios=z'], {}, OWN_NODE, built)).toThrow(
       'unknown scenario "z"',

@@ -14,6 +14,12 @@ const REWARM_SECONDS = 10;
 interface Build {
   name: 'baseline' | 'candidate';
   demo: DemoProcess;
+  /**
+   * The scenarios with keys of this build's own: each build completes its replay keys as
+   * creates, so that both processes start from the same history (one that replayed the other's
+   * keys instead measured about 6% cheaper on the same code).
+   */
+  scenarios: Scenario[];
   lastLoaded?: number;
 }
 
@@ -33,9 +39,9 @@ async function main(): Promise<void> {
   const builds: Build[] = [];
   try {
     database = await openBenchDatabase(process.env);
-    const runId = randomUUID().slice(0, 8);
-    const chosen = chosenScenarios(runId, options.scenarios, options.redisUrl !== undefined);
-    const environment = variantEnvironment('default', options.redisUrl);
+    // The peer's Redis route is the default process's only, as in npm run bench.
+    const redis = options.variant === 'default' && options.redisUrl !== undefined;
+    const environment = variantEnvironment(options.variant, options.redisUrl);
     for (const [name, main] of [
       ['baseline', options.baselineMain],
       ['candidate', undefined],
@@ -49,22 +55,23 @@ async function main(): Promise<void> {
         [],
         main,
       );
-      builds.push({ name, demo });
-      await completeReplayKeys(demo, runId, options.redisUrl !== undefined);
+      const runId = randomUUID().slice(0, 8);
+      builds.push({ name, demo, scenarios: chosenScenarios(runId, options.scenarios, redis) });
+      await completeReplayKeys(demo, runId, redis);
     }
     console.log(
-      `bench:compare: ${database.description}, the demos on Node.js ${nodeVersion(options.demoNode)}` +
+      `bench:compare: ${database.description}, ${options.variant} demos on Node.js ${nodeVersion(options.demoNode)}` +
         `${pinning ? ` on CPU ${pinning.demoCpu}` : ''}, ${options.connections} connections, ` +
         `${options.rounds} rounds of ${options.durationSeconds} s per scenario and build\n` +
         `baseline: ${options.baselineMain}\n`,
     );
-    for (const scenario of chosen) {
+    for (const index of options.scenarios.keys()) {
       for (const build of builds) {
-        await warmUp(build.demo, database, scenario, options);
+        await warmUp(build.demo, database, build.scenarios[index], options);
         build.lastLoaded = Date.now();
       }
     }
-    const compared = await measure(builds, database, chosen, options);
+    const compared = await measure(builds, database, options);
     console.log(`\n${formatComparison(compared)}`);
   } finally {
     for (const build of builds) await build.demo.stop();
@@ -75,10 +82,9 @@ async function main(): Promise<void> {
 async function measure(
   builds: Build[],
   database: BenchDatabase,
-  chosen: Scenario[],
   options: { rounds: number; durationSeconds: number; connections: number },
 ): Promise<ComparedScenario[]> {
-  const compared = chosen.map((scenario) => ({
+  const compared = builds[0].scenarios.map((scenario) => ({
     id: scenario.id,
     title: scenario.title,
     baseline: [] as BuildRun[],
@@ -87,8 +93,9 @@ async function measure(
   for (let round = 1; round <= options.rounds; round++) {
     const order = round % 2 === 1 ? builds : [...builds].reverse();
     const line: string[] = [];
-    for (const [index, scenario] of chosen.entries()) {
+    for (const index of compared.keys()) {
       for (const build of order) {
+        const scenario = build.scenarios[index];
         if (idledTooLong(build.lastLoaded)) {
           await rewarm(build.demo, database, scenario, {
             connections: options.connections,

@@ -11,7 +11,7 @@ export function unwrapDelivery(delivery: Delivery): unknown {
  * A delivery decided without I/O (a replay from the replay cache, a rejection), emitted in the
  * check phase of this turn of the event loop rather than at once: the answers to the requests a
  * turn reads then leave together after them, as the transactions' queries do
- * (`CoalescedWrites`). Under load a cached replay costs the app about a seventh less CPU so
+ * (`CoalescedWrites`). Under load a cached replay costs the app a seventh to a fifth less CPU so
  * (docs/benchmark.md); the wait is the rest of the turn, no timer. A subscriber gone before then
  * (a timeout around the route) cancels it.
  */
