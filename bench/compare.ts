@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     // The peer's Redis route is the default process's only, as in npm run bench.
     const redis = options.variant === 'default' && options.redisUrl !== undefined;
     const environment = variantEnvironment(options.variant, options.redisUrl);
-    for (const [name, main] of [
+    for (const [name, entry] of [
       ['baseline', options.baselineMain],
       ['candidate', undefined],
     ] as const) {
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
         false,
         environment,
         [],
-        main,
+        entry,
       );
       const runId = randomUUID().slice(0, 8);
       builds.push({ name, demo, scenarios: chosenScenarios(runId, options.scenarios, redis) });
