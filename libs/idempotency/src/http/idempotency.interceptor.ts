@@ -8,9 +8,9 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, Reflector } from '@nestjs/core';
-import { defer, lastValueFrom, type Observable, throwError } from 'rxjs';
+import { defer, from, lastValueFrom, mergeMap, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
-import { atCheckPhase, unwrapDelivery } from './delivered';
+import { atCheckPhase } from './delivered';
 import { IdempotencyEvents } from './events/idempotency-events';
 import { OutcomeReporter } from './events/outcome-reporter';
 import { GraphqlMutationFlow, mutationField } from './graphql/graphql-mutation.flow';
@@ -129,9 +129,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
     return defer(() => {
       const delivery = this.handle(next, route, flow);
-      // A replay from the replay cache is decided here and now, without a promise; it is sent
-      // in this turn's check phase (`atCheckPhase`).
-      return delivery instanceof Promise ? delivery.then(unwrapDelivery) : atCheckPhase(delivery);
+      // A replay from the replay cache is decided here and now, without a promise. Every answer
+      // goes out in the check phase of the turn that decided it (`atCheckPhase`).
+      return delivery instanceof Promise
+        ? from(delivery).pipe(mergeMap(atCheckPhase))
+        : atCheckPhase(delivery);
     });
   }
 
