@@ -139,7 +139,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * The request up to the replay cache, synchronously unless the tenant resolver returns a
-   * promise: a replay found there is delivered at once; everything else goes on in `proceed`.
+   * promise: a replay found there is decided at once; everything else goes on in `proceed`.
    */
   private handle(
     next: CallHandler,
