@@ -26,13 +26,18 @@ export interface BenchOptions {
   redisUrl?: string;
 }
 
+/**
+ * Seconds of unmeasured load before a measured run on a process that idled. Ten seconds brought
+ * a demo idle for a minute back to its CPU per create before the idle spell (docs/benchmark.md,
+ * "Twins idle between their runs").
+ */
+export const REWARM_SECONDS = 10;
+
 const FULL: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {
   rounds: 5,
   durationSeconds: 5,
   warmupSeconds: 3,
-  // Ten seconds brought a demo idle for a minute back to its CPU per create before the idle
-  // spell (docs/benchmark.md, "Twins idle between their runs").
-  rewarmSeconds: 10,
+  rewarmSeconds: REWARM_SECONDS,
   connections: 32,
 };
 const SMOKE: Omit<BenchOptions, 'smoke' | 'demoNode' | 'redisUrl'> = {

@@ -1,5 +1,5 @@
 import type { ScenarioRun } from './run-scenario';
-import type { Scenario, ScenarioId } from './scenarios';
+import { expectedStatuses, type Scenario, type ScenarioId } from './scenarios';
 
 /** One scenario over all its measured runs. */
 export interface ScenarioFigures {
@@ -243,11 +243,13 @@ function peerTargets(
   });
 }
 
-function appCpuPerRequest(run: ScenarioRun): number {
+/** App CPU per request of a run, in milliseconds. */
+export function appCpuPerRequest(run: ScenarioRun): number {
   return run.appCpuMs / run.serverRequests;
 }
 
-function requestsPerSecond(run: ScenarioRun): number {
+/** Responses per second of a run. */
+export function requestsPerSecond(run: ScenarioRun): number {
   return run.latenciesMs.length / run.seconds;
 }
 
@@ -278,9 +280,7 @@ export function invalidities(figures: BenchFigures): string[] {
     const roundTrips = scenario.roundTripsPerRequest;
     if (!Number.isFinite(roundTrips) || roundTrips < 0)
       problems.push(`(${scenario.id}) round trips/request is ${roundTrips}`);
-    // In (d) a 409 is a correct answer (the key's first request is still running); anywhere
-    // else, any answer but 201 means the server was not doing the work being measured.
-    const allowed = scenario.id === 'd' ? [201, 409] : [201];
+    const allowed = expectedStatuses(scenario.id);
     for (const [status, count] of scenario.statusCounts) {
       if (!allowed.includes(status))
         problems.push(`(${scenario.id}) ${count} responses with status ${status}`);
@@ -437,7 +437,8 @@ function percentile(sorted: Float64Array, fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)];
 }
 
-function median(values: readonly number[]): number {
+/** The middle value, or the mean of the two middle ones; NaN for none. */
+export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((x, y) => x - y);
   const middle = Math.floor(sorted.length / 2);

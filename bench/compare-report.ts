@@ -1,3 +1,5 @@
+import { median } from './bench-report';
+
 /** One measured run of one build. */
 export interface BuildRun {
   /** App CPU per request, milliseconds. */
@@ -11,13 +13,6 @@ export interface ComparedScenario {
   title: string;
   baseline: BuildRun[];
   candidate: BuildRun[];
-}
-
-/** The middle value (the upper one of an even count), as the benchmark's medians are taken. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new Error('no values');
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /**

@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type BenchDatabase, openBenchDatabase } from './bench-database';
+import { REWARM_SECONDS } from './bench-options';
+import { appCpuPerRequest, requestsPerSecond } from './bench-report';
 import { compareOptions } from './compare-options';
 import { type BuildRun, type ComparedScenario, formatComparison } from './compare-report';
 import { pinCpus } from './cpu-pinning';
 import { DemoProcess, nodeVersion } from './demo-process';
 import { completeReplayKeys } from './replay-keys';
 import { idledTooLong, rewarm, runScenario, warmUp } from './run-scenario';
-import { chosenScenarios, type Scenario, variantEnvironment } from './scenarios';
-
-/** Seconds of unmeasured load before a measured run on a demo that idled (`idledTooLong`). */
-const REWARM_SECONDS = 10;
+import { chosenScenarios, expectedStatuses, type Scenario, variantEnvironment } from './scenarios';
 
 interface Build {
   name: 'baseline' | 'candidate';
@@ -107,9 +106,7 @@ async function measure(
           durationSeconds: options.durationSeconds,
         });
         build.lastLoaded = Date.now();
-        // As in npm run bench: in (d) a 409 is a correct answer (the key's first request still runs).
-        const allowed = scenario.id === 'd' ? [201, 409] : [201];
-        const answered = [...run.statusCounts.values()].reduce((sum, count) => sum + count, 0);
+        const allowed = expectedStatuses(scenario.id);
         const wrong = [...run.statusCounts].filter(([status]) => !allowed.includes(status));
         if (wrong.length > 0 || run.errors > 0 || run.serverRequests === 0) {
           throw new Error(
@@ -117,8 +114,8 @@ async function measure(
           );
         }
         const figures: BuildRun = {
-          cpuMs: run.appCpuMs / run.serverRequests,
-          requestsPerSecond: answered / run.seconds,
+          cpuMs: appCpuPerRequest(run),
+          requestsPerSecond: requestsPerSecond(run),
         };
         compared[index][build.name].push(figures);
         line.push(`${scenario.id} ${build.name} ${(figures.cpuMs * 1000).toFixed(1)} µs`);

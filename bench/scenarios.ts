@@ -59,6 +59,15 @@ export interface Scenario {
   request(run: string): autocannon.Request;
 }
 
+/**
+ * The answers a run of scenario `id` may get. In (d) a 409 is a correct answer (the key's first
+ * request is still running); anywhere else, any answer but 201 means the server was not doing
+ * the work being measured.
+ */
+export function expectedStatuses(id: ScenarioId): readonly number[] {
+  return id === 'd' ? [201, 409] : [201];
+}
+
 /** The number of keys the contention scenario draws from, both tenants together. */
 export const CONTENTION_KEYS = 10;
 

@@ -11,8 +11,8 @@ function unwrapDelivery(delivery: Delivery): unknown {
  * A delivery emitted in the check phase of the event loop's turn that decided it, rather than
  * at once: the answers of a turn then leave together after its reads and replies, as the
  * transactions' queries do (`CoalescedWrites`). Under load a replay from the replay cache costs
- * the app a seventh to a fifth less CPU so, a replay from the database about a twentieth, a
- * create the same (docs/benchmark.md); the wait is the rest of the turn, no timer. A subscriber
+ * the app a seventh to a fifth less CPU so, a replay from the database 6 to 8% less, a create
+ * the same (docs/benchmark.md); the wait is the rest of the turn, no timer. A subscriber
  * gone before then (a timeout around the route) cancels it.
  */
 export function atCheckPhase(delivery: Delivery): Observable<unknown> {
