@@ -88,20 +88,22 @@ describe('claimStatement', () => {
 });
 
 describe('claimResultFrom', () => {
-  const completedRow = {
-    claimed: false,
+  // The row that beat the claim, as the JSON text the statement returns: the body in hex.
+  const completed = {
     status: 'completed',
-    request_hash: 'hash',
-    response_code: 201,
-    response_headers: { 'content-type': 'application/json' },
-    response_body: Buffer.from('{"id":1}'),
+    requestHash: 'hash',
+    responseCode: 201,
+    responseHeaders: { 'content-type': 'application/json' },
+    responseBody: Buffer.from('{"id":1}').toString('hex'),
+    sealedWith: null,
     expired: false,
-    expires_in_ms: '86399000',
-    lease_seconds_left: null,
+    expiresInMs: 86_399_000,
+    leaseSecondsLeft: null,
   };
+  const completedRow = { generation: null, existing: JSON.stringify(completed) };
 
   it('reads a claim with its generation', () => {
-    expect(claimResultFrom([{ claimed: true, generation: '1764662400000000' }])).toEqual({
+    expect(claimResultFrom([{ generation: '1764662400000000', existing: null }])).toEqual({
       claimed: true,
       generation: '1764662400000000',
     });
@@ -123,11 +125,14 @@ describe('claimResultFrom', () => {
 
   it('reads a row in progress without a response, with the lease it has left', () => {
     const inProgress = {
-      ...completedRow,
-      status: 'in_progress',
-      response_code: null,
-      response_body: null,
-      lease_seconds_left: 7,
+      generation: null,
+      existing: JSON.stringify({
+        ...completed,
+        status: 'in_progress',
+        responseCode: null,
+        responseBody: null,
+        leaseSecondsLeft: 7,
+      }),
     };
     expect(claimResultFrom([inProgress])).toMatchObject({
       claimed: false,
@@ -160,7 +165,7 @@ describe('claimFailure', () => {
 describe('readStatement and existingKeyFrom', () => {
   it('reads the row with a fresh snapshot and nothing else', () => {
     const statement = readStatement(id);
-    expect(statement.text).toMatch(/^SELECT false AS claimed, status, request_hash, /);
+    expect(statement.text).toMatch(/^SELECT json_build_object\(\s+'status', status, /);
     expect(statement.values).toEqual(["tenant'1", 'POST /v1/orders', hostileKey]);
     expect(statement.name).toBeUndefined();
   });
@@ -204,23 +209,26 @@ describe('recordStatement and recordFailure', () => {
   });
 
   it('reads a row with a key id as a sealed response, one without as a plain one', () => {
-    const row = {
-      claimed: false,
+    const existing = {
       status: 'completed',
-      request_hash: 'h',
-      response_code: 201,
-      response_headers: null,
-      response_body: Buffer.from('env'),
+      requestHash: 'h',
+      responseCode: 201,
+      responseHeaders: null,
+      responseBody: Buffer.from('env').toString('hex'),
       expired: false,
-      expires_in_ms: '5',
-      lease_seconds_left: null,
+      expiresInMs: 5,
+      leaseSecondsLeft: null,
     };
-    expect(existingKeyFrom([{ ...row, sealed_with: 'k1' }])?.response).toEqual({
+    expect(
+      existingKeyFrom([{ existing: JSON.stringify({ ...existing, sealedWith: 'k1' }) }])?.response,
+    ).toEqual({
       statusCode: 201,
       sealedWith: 'k1',
       envelope: Buffer.from('env'),
     });
-    expect(existingKeyFrom([{ ...row, sealed_with: null }])?.response).toEqual({
+    expect(
+      existingKeyFrom([{ existing: JSON.stringify({ ...existing, sealedWith: null }) }])?.response,
+    ).toEqual({
       statusCode: 201,
       headers: {},
       body: Buffer.from('env'),

@@ -33,26 +33,42 @@ export function lockTimeoutSetting(lockTimeoutMs: number): string {
   return `${Math.trunc(lockTimeoutMs)}ms`;
 }
 
-interface KeyRow {
-  claimed: boolean;
+/**
+ * A row of `claimStatement` or `readStatement`: the claim's generation, or the row that was
+ * there as the JSON text of `EXISTING_KEY`. Two columns where the row's own would be eleven:
+ * node-postgres parses a row description and builds a parser per column for every result,
+ * about 100,000 instructions per create for the eleven, and the usual claim, which wins, needs
+ * the generation alone. Text rather than json, so that an app's own type parsers for json
+ * (`pg.types.setTypeParser`) cannot change what the library reads.
+ */
+interface ClaimRow {
   generation?: string | null;
-  status: 'in_progress' | 'completed' | null;
-  request_hash: string | null;
-  response_code: number | null;
-  response_headers: Record<string, string> | null;
-  response_body: Buffer | null;
-  sealed_with: string | null;
-  expired: boolean;
-  expires_in_ms: string | null;
-  lease_seconds_left: number | null;
+  existing: string | null;
 }
 
-/** The columns of a `KeyRow` after `claimed`; its times come from the database's clock. */
-const SELECT_COLUMNS = `status, request_hash, response_code, response_headers, response_body,
-  sealed_with, expires_at <= now() AS expired,
-  floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_in_ms,
-  CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
-    AS lease_seconds_left`;
+/** The JSON of `EXISTING_KEY`, parsed. */
+interface ExistingKeyJson {
+  status: 'in_progress' | 'completed';
+  requestHash: string;
+  responseCode: number | null;
+  responseHeaders: StoredResponse['headers'] | null;
+  /** The body (or the sealed envelope) in hex: JSON has no bytes. */
+  responseBody: string | null;
+  sealedWith: string | null;
+  expired: boolean;
+  expiresInMs: number;
+  leaseSecondsLeft: number | null;
+}
+
+/** The row of a key as one JSON text; its times come from the database's clock. */
+const EXISTING_KEY = `json_build_object(
+    'status', status, 'requestHash', request_hash, 'responseCode', response_code,
+    'responseHeaders', response_headers, 'responseBody', encode(response_body, 'hex'),
+    'sealedWith', sealed_with, 'expired', expires_at <= now(),
+    'expiresInMs', floor(extract(epoch FROM expires_at - now()) * 1000)::bigint,
+    'leaseSecondsLeft',
+    CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
+  )::text`;
 
 /**
  * Atomic mode. Inserts the `in_progress` claim; on conflict returns the existing row in the
@@ -79,15 +95,11 @@ export function claimStatement(
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
            FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
          ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING
-         RETURNING true AS claimed, (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
+         RETURNING (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
        )
-       SELECT claimed, generation, NULL AS status, NULL AS request_hash, NULL::integer AS response_code,
-              NULL::jsonb AS response_headers, NULL::bytea AS response_body,
-              NULL::text AS sealed_with, false AS expired,
-              NULL::bigint AS expires_in_ms, NULL::integer AS lease_seconds_left
-         FROM claim
+       SELECT generation, NULL::text AS existing FROM claim
        UNION ALL
-       SELECT false, NULL, ${SELECT_COLUMNS}
+       SELECT NULL, ${EXISTING_KEY}
          FROM idempotency_keys
         WHERE ${KEY_MATCHES} AND NOT EXISTS (SELECT 1 FROM claim)`,
     values: [...keyValues(id), requestHash, ttlSeconds, lockTimeoutSetting(lockTimeoutMs)],
@@ -97,10 +109,10 @@ export function claimStatement(
 
 /** What the rows of `claimStatement` say. */
 export function claimResultFrom(rows: unknown[]): ClaimResult {
-  const row = rows[0] as KeyRow | undefined;
+  const row = rows[0] as ClaimRow | undefined;
   if (!row) return { claimed: false };
-  if (row.claimed) return { claimed: true, generation: row.generation ?? '' };
-  return { claimed: false, existing: toExistingKey(row) };
+  if (!row.existing) return { claimed: true, generation: row.generation ?? '' };
+  return { claimed: false, existing: toExistingKey(row.existing) };
 }
 
 /**
@@ -117,15 +129,15 @@ export function claimFailure(error: unknown): unknown {
 /** Reads the row that beat a claim, with a fresh snapshot. */
 export function readStatement(id: KeyId): SqlStatement {
   return {
-    text: `SELECT false AS claimed, ${SELECT_COLUMNS} FROM idempotency_keys WHERE ${KEY_MATCHES}`,
+    text: `SELECT ${EXISTING_KEY} AS existing FROM idempotency_keys WHERE ${KEY_MATCHES}`,
     values: keyValues(id),
   };
 }
 
 /** What the rows of `readStatement` say: undefined when the row is gone. */
 export function existingKeyFrom(rows: unknown[]): ExistingKey | undefined {
-  const row = rows[0] as KeyRow | undefined;
-  return row ? toExistingKey(row) : undefined;
+  const row = rows[0] as ClaimRow | undefined;
+  return row?.existing ? toExistingKey(row.existing) : undefined;
 }
 
 /**
@@ -227,24 +239,23 @@ export function purgeExpiredStatement(batchSize: number): SqlStatement {
   };
 }
 
-function toExistingKey(row: KeyRow): ExistingKey {
+function toExistingKey(json: string): ExistingKey {
+  const row = JSON.parse(json) as ExistingKeyJson;
   return {
-    status: row.status ?? 'in_progress',
-    requestHash: row.request_hash ?? '',
+    status: row.status,
+    requestHash: row.requestHash,
     expired: row.expired,
-    expiresInMs: Number(row.expires_in_ms ?? 0),
-    leaseSecondsLeft: row.lease_seconds_left ?? undefined,
+    expiresInMs: row.expiresInMs,
+    leaseSecondsLeft: row.leaseSecondsLeft ?? undefined,
     response:
-      row.status === 'completed' && row.response_code !== null
-        ? recordedResponse(row, row.response_code)
+      row.status === 'completed' && row.responseCode !== null
+        ? recordedResponse(row, row.responseCode)
         : undefined,
   };
 }
 
-function recordedResponse(row: KeyRow, statusCode: number): RecordedResponse {
-  const body = row.response_body ?? Buffer.alloc(0);
-  // `sealed_with` is absent from rows read before this column existed (and in unit tests).
-  if (row.sealed_with === null || row.sealed_with === undefined)
-    return { statusCode, headers: row.response_headers ?? {}, body };
-  return { statusCode, sealedWith: row.sealed_with, envelope: body };
+function recordedResponse(row: ExistingKeyJson, statusCode: number): RecordedResponse {
+  const body = row.responseBody === null ? Buffer.alloc(0) : Buffer.from(row.responseBody, 'hex');
+  if (row.sealedWith === null) return { statusCode, headers: row.responseHeaders ?? {}, body };
+  return { statusCode, sealedWith: row.sealedWith, envelope: body };
 }

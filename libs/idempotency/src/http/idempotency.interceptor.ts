@@ -8,7 +8,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, Reflector } from '@nestjs/core';
-import { defer, from, lastValueFrom, mergeMap, type Observable, throwError } from 'rxjs';
+import { lastValueFrom, type Observable, throwError } from 'rxjs';
 import { AtomicRunner } from './atomic/atomic.runner';
 import { atCheckPhase } from './delivered';
 import { IdempotencyEvents } from './events/idempotency-events';
@@ -127,14 +127,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Runs the flow; a delivered error is thrown only here, past the flow's own error handling. */
   private run(next: CallHandler, route: RouteOptions, flow: RequestFlow): Observable<unknown> {
-    return defer(() => {
-      const delivery = this.handle(next, route, flow);
-      // A replay from the replay cache is decided here and now, without a promise. Every answer
-      // goes out in the check phase of the turn that decided it (`atCheckPhase`).
-      return delivery instanceof Promise
-        ? from(delivery).pipe(mergeMap(atCheckPhase))
-        : atCheckPhase(delivery);
-    });
+    // A replay from the replay cache is decided at subscription, without a promise. Every
+    // answer goes out in the check phase of the turn that decided it (`atCheckPhase`).
+    return atCheckPhase(() => this.handle(next, route, flow));
   }
 
   /**
