@@ -124,8 +124,8 @@ describe('leaseClaimFrom', () => {
     const claim = leaseClaimFrom([
       {
         recovery_point: 'charge',
-        step_state: { reserve: '{"z":1,"a":2}', charge: 'null' },
-        started_steps: ['charge', 'refund'],
+        step_state: JSON.stringify({ reserve: '{"z":1,"a":2}', charge: 'null' }),
+        started_steps: '["charge","refund"]',
         generation: '42',
       },
     ]);

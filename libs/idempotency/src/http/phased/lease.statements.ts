@@ -54,7 +54,8 @@ export function claimLeaseStatement(
                 expires_at = GREATEST(k.expires_at, EXCLUDED.expires_at), updated_at = now()
           WHERE k.status = 'in_progress' AND k.locked_until <= now()
             AND k.request_hash = EXCLUDED.request_hash
-         RETURNING k.recovery_point, k.step_state, k.started_steps,
+         RETURNING k.recovery_point, k.step_state::text AS step_state,
+                   array_to_json(k.started_steps)::text AS started_steps,
                    (extract(epoch FROM k.created_at) * 1000000)::bigint::text AS generation`,
     values: [
       ...keyValues(id),
@@ -69,7 +70,9 @@ export function claimLeaseStatement(
 
 /**
  * What the rows of `claimLeaseStatement` say: no row, no lease (someone else holds the key).
- * `readStep` turns a step's stored text into its JSON text (opens a sealed one).
+ * `readStep` turns a step's stored text into its JSON text (opens a sealed one). The jsonb and
+ * the array arrive as text the library parses itself, so the app's own type parsers
+ * (`pg.types.setTypeParser`) cannot change what a resumed attempt reads.
  */
 export function leaseClaimFrom(
   rows: unknown[],
@@ -78,24 +81,22 @@ export function leaseClaimFrom(
   const row = rows[0] as
     | {
         recovery_point: string | null;
-        step_state: Record<string, string> | null;
-        started_steps?: string[] | null;
+        step_state: string | null;
+        started_steps?: string | null;
         generation: string;
       }
     | undefined;
   if (!row) return { claimed: false };
   // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
+  const steps = row.step_state ? (JSON.parse(row.step_state) as Record<string, string>) : {};
   const stepState = Object.fromEntries(
-    Object.entries(row.step_state ?? {}).map(([step, text]) => [
-      step,
-      JSON.parse(readStep(step, text)),
-    ]),
+    Object.entries(steps).map(([step, text]) => [step, JSON.parse(readStep(step, text))]),
   );
   return {
     claimed: true,
     recoveryPoint: row.recovery_point,
     stepState,
-    startedSteps: row.started_steps ?? [],
+    startedSteps: row.started_steps ? (JSON.parse(row.started_steps) as string[]) : [],
     generation: row.generation,
   };
 }

@@ -141,16 +141,8 @@ export class OutboxRelayService
   }
 }
 
-function toMessage(row: DueOutboxRow): OutboxMessage {
-  return {
-    messageId: row.message_id,
-    exchange: row.exchange,
-    routingKey: row.routing_key,
-    payload: row.payload,
-    headers: row.headers,
-    createdAt: row.created_at,
-    attempts: row.attempts,
-  };
+function toMessage({ id: _id, ...message }: DueOutboxRow): OutboxMessage {
+  return message;
 }
 
 function describe(error: unknown): string {

@@ -10,16 +10,20 @@ export interface NewOutboxRow {
   headers: string;
 }
 
+/** A due row as the relay publishes it. */
 export interface DueOutboxRow {
   id: string;
-  message_id: string;
+  messageId: string;
   exchange: string;
-  routing_key: string;
+  routingKey: string;
   payload: unknown;
   headers: Record<string, unknown>;
   attempts: number;
-  created_at: Date;
+  createdAt: Date;
 }
+
+/** `DueOutboxRow` as the claim's JSON text carries it. */
+type DueOutboxJson = Omit<DueOutboxRow, 'createdAt'> & { createdAt: string };
 
 /** `inserted`: a new row; `same`: the row existed with this content; `different`: it did not. */
 export type OutboxInsertResult = 'inserted' | 'same' | 'different';
@@ -72,15 +76,24 @@ export class OutboxStore {
    * a row another is publishing. The locks last until this relay commits its marks.
    */
   async claimDue(limit: number): Promise<DueOutboxRow[]> {
-    return this.runner().query(
-      `SELECT id, message_id, exchange, routing_key, payload, headers, attempts, created_at
+    // One JSON text per row, parsed here: the app's own type parsers (jsonb as text, bigint as
+    // a number, timestamps as strings) cannot change what the relay publishes.
+    const rows = (await this.runner().query(
+      `SELECT json_build_object(
+                'id', id::text, 'messageId', message_id, 'exchange', exchange,
+                'routingKey', routing_key, 'payload', payload, 'headers', headers,
+                'attempts', attempts, 'createdAt', created_at)::text AS due
          FROM outbox_messages
         WHERE status = 'pending' AND next_attempt_at <= now()
         ORDER BY next_attempt_at, id
         LIMIT $1
         FOR UPDATE SKIP LOCKED`,
       [limit],
-    ) as Promise<DueOutboxRow[]>;
+    )) as Array<{ due: string }>;
+    return rows.map(({ due }) => {
+      const row = JSON.parse(due) as DueOutboxJson;
+      return { ...row, createdAt: new Date(row.createdAt) };
+    });
   }
 
   async markSent(ids: string[]): Promise<void> {

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
+import {
+  IdempotencyMessagingModule,
+  Outbox,
+  type OutboxMessage,
+  OutboxRelay,
+} from 'nestjs-pg-idempotency/messaging';
+import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
+import { types } from 'pg';
+import { DataSource } from 'typeorm';
+import { libraryInfrastructure } from '../../libs/idempotency/test/support/library-infrastructure';
+import { migrateTestDatabase } from '../../libs/idempotency/test/support/migrations';
+import { eventually } from '../support/eventually';
+import {
+  brokerUrl,
+  describeWithBroker,
+  type SeenMessage,
+  TestBroker,
+  uniqueQueue,
+} from './support/broker';
+
+/** The parsers an app may set for itself: jsonb kept as text, bigint as a number, timestamps as text. */
+const APP_PARSERS = [
+  [types.builtins.JSONB, (text: string) => `jsonb:${text}`],
+  [types.builtins.INT8, (text: string) => Number(text)],
+  [types.builtins.TIMESTAMPTZ, (text: string) => `timestamptz:${text}`],
+] as const;
+
+/**
+ * The relay reads each due row as text of its own: what it publishes does not depend on the
+ * type parsers of the app it runs in. A bare app on the library with the RabbitMQ transport;
+ * the test calls the relay itself.
+ */
+describeWithBroker('the outbox relay under the app’s own type parsers', () => {
+  let broker: TestBroker;
+  let app: INestApplication;
+  let seen: SeenMessage[];
+  const published: OutboxMessage[] = [];
+  const routingKey = `parsers.${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    // amq.topic: every broker has it, so rows of this suite a relay elsewhere sends never fail.
+    const queue = await broker.queue(uniqueQueue('parsers'), [
+      { exchange: 'amq.topic', routingKey },
+    ]);
+    seen = await broker.record(queue);
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ...libraryInfrastructure(),
+        IdempotencyMessagingModule.forRoot({
+          transport: new RabbitMqTransport({ url: brokerUrl() }),
+          outbox: { relay: false, onPublished: (messages) => void published.push(...messages) },
+          cleanup: { intervalSeconds: 0 },
+        }),
+      ],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+    await migrateTestDatabase(app.get(DataSource));
+    await app.init();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await broker?.close();
+  });
+
+  it('publishes the payload, headers and creation time the row holds', async () => {
+    const outbox = app.get(Outbox);
+    const relay = app.get(OutboxRelay);
+    const txHost = app.get(TransactionHost);
+    const dataSource = app.get(DataSource);
+    const payload = { orderId: randomUUID(), amountCents: 4200, note: 'zoë ✓', lines: [1, 2] };
+    const before = Date.now();
+    // Every relay of the run shares the table: one of another suite may send a row before this
+    // one claims it. A row sent elsewhere says nothing about this process, so write another.
+    let ours: OutboxMessage | undefined;
+    for (let attempt = 0; attempt < 5 && !ours; attempt++) {
+      const { messageId } = await txHost.withTransaction(Propagation.RequiresNew, () =>
+        outbox.publish({
+          exchange: 'amq.topic',
+          routingKey,
+          payload,
+          headers: { 'x-tenant': 'acme' },
+        }),
+      );
+      const defaults = APP_PARSERS.map(([oid]) => [oid, types.getTypeParser(oid)] as const);
+      try {
+        for (const [oid, parse] of APP_PARSERS) types.setTypeParser(oid, parse);
+        await relay.relayOnce();
+      } finally {
+        for (const [oid, parse] of defaults) types.setTypeParser(oid, parse);
+      }
+      ours = published.find((message) => message.messageId === messageId);
+      const [row] = await dataSource.query<Array<{ status: string; last_error: string | null }>>(
+        `SELECT status, last_error FROM outbox_messages WHERE message_id = $1`,
+        [messageId],
+      );
+      if (!ours && row?.status !== 'sent') {
+        throw new Error(`the relay did not send the row: ${row?.last_error ?? 'not claimed'}`);
+      }
+    }
+    if (!ours) throw new Error('another relay sent every row of this test before it could');
+
+    expect(ours.payload).toEqual(payload);
+    expect(ours.headers).toEqual({ 'x-tenant': 'acme' });
+    expect(ours.attempts).toBe(0);
+    expect(ours.createdAt).toBeInstanceOf(Date);
+    expect(ours.createdAt.getTime()).toBeGreaterThanOrEqual(before - 1_000);
+    expect(ours.createdAt.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
+    const { messageId } = ours;
+    const copy = await eventually('the broker’s copy', () =>
+      seen.find((m) => m.messageId === messageId),
+    );
+    expect(copy.body).toEqual(payload);
+    expect(copy.headers).toMatchObject({ 'x-tenant': 'acme' });
+  });
+});
