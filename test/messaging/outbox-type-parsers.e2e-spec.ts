@@ -9,8 +9,8 @@ import {
   OutboxRelay,
 } from 'nestjs-pg-idempotency/messaging';
 import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
-import { types } from 'pg';
 import { DataSource } from 'typeorm';
+import { withAppTypeParsers } from '../../libs/idempotency/test/support/app-type-parsers';
 import { libraryInfrastructure } from '../../libs/idempotency/test/support/library-infrastructure';
 import { migrateTestDatabase } from '../../libs/idempotency/test/support/migrations';
 import { eventually } from '../support/eventually';
@@ -22,19 +22,12 @@ import {
   uniqueQueue,
 } from './support/broker';
 
-/** The parsers an app may set for itself: jsonb kept as text, bigint as a number, timestamps as text. */
-const APP_PARSERS = [
-  [types.builtins.JSONB, (text: string) => `jsonb:${text}`],
-  [types.builtins.INT8, (text: string) => Number(text)],
-  [types.builtins.TIMESTAMPTZ, (text: string) => `timestamptz:${text}`],
-] as const;
-
 /**
- * The relay reads each due row as text of its own: what it publishes does not depend on the
- * type parsers of the app it runs in. A bare app on the library with the RabbitMQ transport;
- * the test calls the relay itself.
+ * The outbox reads text of its own (each due row as one JSON text, its comparisons as words):
+ * what it writes and publishes does not depend on the type parsers of the app it runs in. A bare
+ * app on the library with the RabbitMQ transport; the test calls the relay itself.
  */
-describeWithBroker('the outbox relay under the app’s own type parsers', () => {
+describeWithBroker('the outbox under the app’s own type parsers', () => {
   let broker: TestBroker;
   let app: INestApplication;
   let seen: SeenMessage[];
@@ -86,13 +79,7 @@ describeWithBroker('the outbox relay under the app’s own type parsers', () => 
           headers: { 'x-tenant': 'acme' },
         }),
       );
-      const defaults = APP_PARSERS.map(([oid]) => [oid, types.getTypeParser(oid)] as const);
-      try {
-        for (const [oid, parse] of APP_PARSERS) types.setTypeParser(oid, parse);
-        await relay.relayOnce();
-      } finally {
-        for (const [oid, parse] of defaults) types.setTypeParser(oid, parse);
-      }
+      await withAppTypeParsers(() => relay.relayOnce());
       ours = published.find((message) => message.messageId === messageId);
       const [row] = await dataSource.query<Array<{ status: string; last_error: string | null }>>(
         `SELECT status, last_error FROM outbox_messages WHERE message_id = $1`,
@@ -116,5 +103,28 @@ describeWithBroker('the outbox relay under the app’s own type parsers', () => 
     );
     expect(copy.body).toEqual(payload);
     expect(copy.headers).toMatchObject({ 'x-tenant': 'acme' });
+  });
+
+  it('still refuses a message id written again with other content', async () => {
+    // The comparison comes back as a word, not a boolean the app could parse as a string.
+    const outbox = app.get(Outbox);
+    const txHost = app.get(TransactionHost);
+    const messageId = randomUUID();
+    const publish = (payload: unknown) =>
+      withAppTypeParsers(() =>
+        txHost.withTransaction(Propagation.RequiresNew, () =>
+          outbox.publish({ exchange: 'amq.topic', routingKey, payload, messageId }),
+        ),
+      );
+    await expect(publish({ n: 1 })).resolves.toEqual({ messageId, written: true });
+    await expect(publish({ n: 1 })).resolves.toEqual({ messageId, written: false });
+    await expect(publish({ n: 2 })).rejects.toThrow(/already written with other content/);
+    const rows = await app
+      .get(DataSource)
+      .query<Array<{ payload: unknown }>>(
+        `SELECT payload FROM outbox_messages WHERE message_id = $1`,
+        [messageId],
+      );
+    expect(rows).toEqual([{ payload: { n: 1 } }]);
   });
 });

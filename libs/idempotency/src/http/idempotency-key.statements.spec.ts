@@ -270,6 +270,6 @@ describe('purgeExpiredStatement', () => {
     expect(statement.text).toContain(
       "(status = 'completed' OR locked_until IS NULL OR locked_until <= now())",
     );
-    expect(statement.text).toMatch(/SELECT count\(\*\)::integer AS removed FROM deleted$/);
+    expect(statement.text).toMatch(/SELECT count\(\*\)::text AS removed FROM deleted$/);
   });
 });

@@ -234,7 +234,7 @@ export function purgeExpiredStatement(batchSize: number): SqlStatement {
           WHERE k.tenant_id = d.tenant_id AND k.endpoint = d.endpoint AND k.idem_key = d.idem_key
          RETURNING 1
        )
-       SELECT count(*)::integer AS removed FROM deleted`,
+       SELECT count(*)::text AS removed FROM deleted`,
     values: [batchSize],
   };
 }

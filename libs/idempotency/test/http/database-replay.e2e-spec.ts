@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
-import { Client, types } from 'pg';
+import { Client } from 'pg';
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
+import { withAppTypeParsers } from '../support/app-type-parsers';
 import { createLibraryApp } from './library-app';
 
 const ROLLBACK_DELAY_MS = 1000;
@@ -80,29 +81,17 @@ describe('replays from the database', () => {
   it("reads the stored bytes whatever the app's own type parsers make of json and bytea", async () => {
     // An app may keep json as text, or read bytea its own way: the library reads the row that
     // beat its claim as text of its own, so neither changes what a replay sends.
-    const json = types.getTypeParser(types.builtins.JSON);
-    const jsonb = types.getTypeParser(types.builtins.JSONB);
-    const bytea = types.getTypeParser(types.builtins.BYTEA);
     const key = randomUUID();
     const tag = `zoë ✓ ${key}`;
     const post = () =>
       request(app.getHttpServer()).post('/widgets').set('idempotency-key', key).send({ tag });
     const first = await post();
     expect(first.status).toBe(201);
-    try {
-      types.setTypeParser(types.builtins.JSON, (text: string) => text);
-      types.setTypeParser(types.builtins.JSONB, (text: string) => `jsonb:${text}`);
-      types.setTypeParser(types.builtins.BYTEA, (text: string) => text);
-      const replay = await post();
-      expect(replay.status).toBe(201);
-      expect(replay.headers['content-type']).toBe(first.headers['content-type']);
-      expect(Buffer.from(replay.text)).toEqual(Buffer.from(first.text));
-      expect((replay.body as { tag: string }).tag).toBe(tag);
-    } finally {
-      types.setTypeParser(types.builtins.JSON, json);
-      types.setTypeParser(types.builtins.JSONB, jsonb);
-      types.setTypeParser(types.builtins.BYTEA, bytea);
-    }
+    const replay = await withAppTypeParsers(() => post());
+    expect(replay.status).toBe(201);
+    expect(replay.headers['content-type']).toBe(first.headers['content-type']);
+    expect(Buffer.from(replay.text)).toEqual(Buffer.from(first.text));
+    expect((replay.body as { tag: string }).tag).toBe(tag);
     const rows = await dataSource.query<{ n: string }[]>(
       'SELECT count(*) AS n FROM library_test_effects WHERE tag = $1',
       [tag],

@@ -3,7 +3,7 @@ import { Body, Controller, type INestApplication, Injectable, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
+import { IdempotencyCleanup, IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
 import {
   derivedMessageId,
   IdempotencyMessagingModule,
@@ -15,6 +15,7 @@ import {
 } from 'nestjs-pg-idempotency/messaging';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { withAppTypeParsers } from '../support/app-type-parsers';
 import { libraryInfrastructure } from '../support/library-infrastructure';
 import { migrateTestDatabase } from '../support/migrations';
 import { TestDatabase } from '../support/test-database';
@@ -106,6 +107,14 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
         messageId,
       ])
     ).length;
+
+  /** `count` message ids `<tag>-old-<n>` that `consumer` processed past the retention. */
+  const processedLongAgo = (consumer: string, tag: string, count: number) =>
+    db.query(
+      `INSERT INTO processed_messages (consumer, message_id, processed_at)
+       SELECT $1, $2 || '-old-' || i, now() - interval '8 days' FROM generate_series(1, $3) AS i`,
+      [consumer, tag, count],
+    );
 
   describe('Inbox.process', () => {
     it('applies a message once and reports the second delivery as a duplicate', async () => {
@@ -215,6 +224,37 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       );
       expect(row).toEqual({ attempts: 2, last_error: 'Error: two' });
     });
+  });
+
+  it("counts and purges as text of its own, whatever the app's own type parsers make of integers", async () => {
+    // An app may read integers as text: a failure count that came back as one would never
+    // reach the dead-letter bound, a purge count never end its batches.
+    const id = randomUUID();
+    const tag = randomUUID().slice(0, 8);
+    await processedLongAgo('lib-parsers', tag, 3);
+    await db.query(
+      `INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status,
+                                     response_code, response_body, expires_at)
+       VALUES ('lib-parsers', 'POST /events', $1, 'h', 'completed', 201, '\\x7b7d'::bytea,
+               now() - interval '1 second')`,
+      [tag],
+    );
+    await withAppTypeParsers(async () => {
+      expect(await inbox.recordFailure('lib-parsers', id, new Error('one'))).toBe(1);
+      expect(await inbox.recordFailure('lib-parsers', id, new Error('two'))).toBe(2);
+      const purged = await app.get(MessagingCleanup).purge();
+      expect(typeof purged.processedMessages).toBe('number');
+      expect(purged.processedMessages).toBeGreaterThanOrEqual(3);
+      const expired = await app.get(IdempotencyCleanup).purgeExpired();
+      expect(typeof expired.removed).toBe('number');
+      expect(expired.removed).toBeGreaterThanOrEqual(1);
+    });
+    expect(
+      await db.query(`SELECT 1 FROM processed_messages WHERE message_id LIKE $1`, [`${tag}-%`]),
+    ).toHaveLength(0);
+    expect(
+      await db.query(`SELECT 1 FROM idempotency_keys WHERE idem_key = $1`, [tag]),
+    ).toHaveLength(0);
   });
 
   describe('Outbox.publish', () => {
@@ -388,11 +428,7 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
   describe('MessagingCleanup.purge', () => {
     it('deletes processed ids and sent events past their retention in bounded batches, and keeps the rest', async () => {
       const tag = randomUUID().slice(0, 8);
-      await db.query(
-        `INSERT INTO processed_messages (consumer, message_id, processed_at)
-         SELECT 'lib-retention', $1 || '-old-' || i, now() - interval '8 days' FROM generate_series(1, 25) AS i`,
-        [tag],
-      );
+      await processedLongAgo('lib-retention', tag, 25);
       await db.query(
         `INSERT INTO processed_messages (consumer, message_id) VALUES ('lib-retention', $1 || '-fresh')`,
         [tag],

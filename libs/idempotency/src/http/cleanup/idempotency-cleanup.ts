@@ -69,7 +69,7 @@ export class IdempotencyCleanupService extends IdempotencyCleanup {
 
   private async deleteBatch(batchSize: number): Promise<number> {
     const { text, values } = purgeExpiredStatement(batchSize);
-    const rows: { removed: number }[] = await this.transactions.host.tx.query(text, [...values]);
-    return rows[0]?.removed ?? 0;
+    const rows: { removed: string }[] = await this.transactions.host.tx.query(text, [...values]);
+    return Number(rows[0]?.removed ?? 0);
   }
 }

@@ -66,7 +66,7 @@ describe('lease statements', () => {
     const statement = recordStepStatement(id, owner, 'charge', plain, 30);
     expect(statement.text).toMatch(/^WITH changed AS \(UPDATE idempotency_keys/);
     expect(statement.text).toMatch(
-      /RETURNING 1\) SELECT count\(\*\)::integer AS updated FROM changed$/,
+      /RETURNING 1\) SELECT count\(\*\)::text AS updated FROM changed$/,
     );
     expect(statement.text).toContain(fenced);
     expect(statement.values).toEqual([
@@ -107,7 +107,7 @@ describe('recordStepStartStatement', () => {
     expect(statement.text).toContain('ELSE array_append(started_steps, $5::text) END');
     expect(statement.text).toContain('locked_until = now() + make_interval(secs => $6)');
     expect(statement.text).toContain(fenced);
-    expect(statement.text).toMatch(/SELECT count\(\*\)::integer AS updated FROM changed$/);
+    expect(statement.text).toMatch(/SELECT count\(\*\)::text AS updated FROM changed$/);
     expect(statement.values).toEqual([
       'tenant',
       'POST /v1/payments',
@@ -156,8 +156,8 @@ describe('leaseClaimFrom', () => {
 
 describe('fencedUpdateApplied', () => {
   it('is true only when the one row was updated', () => {
-    expect(fencedUpdateApplied([{ updated: 1 }])).toBe(true);
-    expect(fencedUpdateApplied([{ updated: 0 }])).toBe(false);
+    expect(fencedUpdateApplied([{ updated: '1' }])).toBe(true);
+    expect(fencedUpdateApplied([{ updated: '0' }])).toBe(false);
     expect(fencedUpdateApplied([])).toBe(false);
   });
 });

@@ -177,7 +177,7 @@ export function completeLeaseStatement(
 
 /** True when a fenced update changed the row: the lease was still this attempt's. */
 export function fencedUpdateApplied(rows: unknown[]): boolean {
-  return ((rows[0] as { updated: number } | undefined)?.updated ?? 0) === 1;
+  return (rows[0] as { updated: string } | undefined)?.updated === '1';
 }
 
 /** Ends the lease now, so a retry after a transient failure resumes at once. */
@@ -189,7 +189,10 @@ export function releaseLeaseStatement(id: KeyId, owner: string): SqlStatement {
   };
 }
 
-/** Row count of an UPDATE, as a SELECT so the driver's result has one shape. */
+/**
+ * Row count of an UPDATE, as a SELECT so the driver's result has one shape; as text, so an
+ * app's own integer parser cannot change it.
+ */
 function countingUpdated(update: string): string {
-  return `WITH changed AS (${update} RETURNING 1) SELECT count(*)::integer AS updated FROM changed`;
+  return `WITH changed AS (${update} RETURNING 1) SELECT count(*)::text AS updated FROM changed`;
 }

@@ -80,11 +80,11 @@ export class InboxStore {
            SET attempts = inbox_failures.attempts + 1,
                last_error = EXCLUDED.last_error,
                last_failed_at = now()
-         RETURNING attempts`,
+         RETURNING attempts::text AS attempts`,
         [consumer, messageId, error.slice(0, 2000)],
       ),
-    )) as Array<{ attempts: number }>;
-    return rows[0].attempts;
+    )) as Array<{ attempts: string }>;
+    return Number(rows[0].attempts);
   }
 
   /** Deletes up to `limit` processed ids older than the retention; one short statement. */
@@ -103,7 +103,7 @@ export class InboxStore {
     retentionSeconds: number,
     limit: number,
   ): Promise<number> {
-    const rows = await this.txHost.tx.query<Array<{ deleted: number }>>(
+    const rows = await this.txHost.tx.query<Array<{ deleted: string }>>(
       `WITH deleted AS (
          DELETE FROM ${table}
           WHERE (consumer, message_id) IN (
@@ -113,10 +113,10 @@ export class InboxStore {
              LIMIT $2
              FOR UPDATE SKIP LOCKED)
          RETURNING 1)
-       SELECT count(*)::int AS deleted FROM deleted`,
+       SELECT count(*)::text AS deleted FROM deleted`,
       [retentionSeconds, limit],
     );
-    return rows[0].deleted;
+    return Number(rows[0].deleted);
   }
 
   private runner(): QueryRunner {

@@ -28,6 +28,13 @@ type DueOutboxJson = Omit<DueOutboxRow, 'createdAt'> & { createdAt: string };
 /** `inserted`: a new row; `same`: the row existed with this content; `different`: it did not. */
 export type OutboxInsertResult = 'inserted' | 'same' | 'different';
 
+/**
+ * An existing row against new content ($2 to $5), as the word `OutboxInsertResult` uses: the
+ * library reads text, never a boolean the app's own type parsers could turn into something else.
+ */
+const SAME_CONTENT = `CASE WHEN exchange = $2 AND routing_key = $3 AND payload = $4::jsonb AND headers = $5::jsonb
+              THEN 'same' ELSE 'different' END AS outcome`;
+
 /** Every statement the library sends about the outbox lives here. */
 @Injectable()
 export class OutboxStore {
@@ -45,29 +52,23 @@ export class OutboxStore {
          INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, headers)
          VALUES ($1, $2, $3, $4::jsonb, $5::jsonb)
          ON CONFLICT (message_id) DO NOTHING
-         RETURNING true AS inserted
+         RETURNING 1
        )
-       SELECT inserted, NULL::boolean AS same FROM inserted
+       SELECT 'inserted' AS outcome FROM inserted
        UNION ALL
-       SELECT false, (exchange = $2 AND routing_key = $3 AND payload = $4::jsonb AND headers = $5::jsonb)
-         FROM outbox_messages WHERE message_id = $1`,
+       SELECT ${SAME_CONTENT} FROM outbox_messages WHERE message_id = $1`,
       [row.messageId, row.exchange, row.routingKey, row.payload, row.headers],
-    )) as Array<{ inserted: boolean; same: boolean | null }>;
-    const first = rows[0];
-    if (!first) return undefined;
-    if (first.inserted) return 'inserted';
-    return first.same ? 'same' : 'different';
+    )) as Array<{ outcome: OutboxInsertResult }>;
+    return rows[0]?.outcome;
   }
 
   /** Compares an existing row with new content, with a fresh snapshot. */
   async contentOf(row: NewOutboxRow): Promise<OutboxInsertResult | undefined> {
     const rows = (await this.runner().query(
-      `SELECT (exchange = $2 AND routing_key = $3 AND payload = $4::jsonb AND headers = $5::jsonb) AS same
-         FROM outbox_messages WHERE message_id = $1`,
+      `SELECT ${SAME_CONTENT} FROM outbox_messages WHERE message_id = $1`,
       [row.messageId, row.exchange, row.routingKey, row.payload, row.headers],
-    )) as Array<{ same: boolean }>;
-    if (!rows[0]) return undefined;
-    return rows[0].same ? 'same' : 'different';
+    )) as Array<{ outcome: OutboxInsertResult }>;
+    return rows[0]?.outcome;
   }
 
   /**
@@ -130,7 +131,7 @@ export class OutboxStore {
 
   /** Deletes up to `limit` sent rows older than the retention; pending rows are never touched. */
   async purgeSent(retentionSeconds: number, limit: number): Promise<number> {
-    const rows = await this.txHost.tx.query<Array<{ deleted: number }>>(
+    const rows = await this.txHost.tx.query<Array<{ deleted: string }>>(
       `WITH deleted AS (
          DELETE FROM outbox_messages
           WHERE id IN (
@@ -140,10 +141,10 @@ export class OutboxStore {
              LIMIT $2
              FOR UPDATE SKIP LOCKED)
          RETURNING 1)
-       SELECT count(*)::int AS deleted FROM deleted`,
+       SELECT count(*)::text AS deleted FROM deleted`,
       [retentionSeconds, limit],
     );
-    return rows[0].deleted;
+    return Number(rows[0].deleted);
   }
 
   private runner(): QueryRunner {
