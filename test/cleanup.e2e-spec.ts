@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { IdempotencyCleanup } from 'nestjs-pg-idempotency';
+import { withAppTypeParsers } from '../libs/idempotency/test/support/app-type-parsers';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
 import { createTestApp, databaseUrl } from './support/test-app';
@@ -113,5 +114,19 @@ describe('expiry cleanup', () => {
     const report = JSON.parse(output.trim().split('\n').pop() ?? '{}');
     expect(report.idempotency_keys.removed).toBeGreaterThanOrEqual(50);
     expect(await countRows(db, tenant)).toBe(5);
+  });
+
+  it("counts what it removed whatever the app's own type parsers make of integers", async () => {
+    // The count comes back as text the library turns into a number: a string here would be
+    // added to, not summed, across batches.
+    const tenant = `cleanup-parsers-${randomUUID()}`;
+    await fill(db, tenant, 12, { status: 'completed', expiresIn: -1 });
+    const report = await withAppTypeParsers(() =>
+      app.get(IdempotencyCleanup).purgeExpired({ batchSize: 5 }),
+    );
+    expect(typeof report.removed).toBe('number');
+    expect(report.removed).toBeGreaterThanOrEqual(12);
+    expect(report.batches).toBeGreaterThanOrEqual(3);
+    expect(await countRows(db, tenant)).toBe(0);
   });
 });

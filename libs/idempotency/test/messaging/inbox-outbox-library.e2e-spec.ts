@@ -3,7 +3,7 @@ import { Body, Controller, type INestApplication, Injectable, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { IdempotencyCleanup, IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
+import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
 import {
   derivedMessageId,
   IdempotencyMessagingModule,
@@ -227,33 +227,20 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
   });
 
   it("counts and purges as text of its own, whatever the app's own type parsers make of integers", async () => {
-    // An app may read integers as text: a failure count that came back as one would never
-    // reach the dead-letter bound, a purge count never end its batches.
+    // An app may read integers as text: the failure count and the purge's count come back as
+    // text the library turns into numbers, as their types say.
     const id = randomUUID();
     const tag = randomUUID().slice(0, 8);
     await processedLongAgo('lib-parsers', tag, 3);
-    await db.query(
-      `INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status,
-                                     response_code, response_body, expires_at)
-       VALUES ('lib-parsers', 'POST /events', $1, 'h', 'completed', 201, '\\x7b7d'::bytea,
-               now() - interval '1 second')`,
-      [tag],
-    );
     await withAppTypeParsers(async () => {
       expect(await inbox.recordFailure('lib-parsers', id, new Error('one'))).toBe(1);
       expect(await inbox.recordFailure('lib-parsers', id, new Error('two'))).toBe(2);
       const purged = await app.get(MessagingCleanup).purge();
       expect(typeof purged.processedMessages).toBe('number');
       expect(purged.processedMessages).toBeGreaterThanOrEqual(3);
-      const expired = await app.get(IdempotencyCleanup).purgeExpired();
-      expect(typeof expired.removed).toBe('number');
-      expect(expired.removed).toBeGreaterThanOrEqual(1);
     });
     expect(
       await db.query(`SELECT 1 FROM processed_messages WHERE message_id LIKE $1`, [`${tag}-%`]),
-    ).toHaveLength(0);
-    expect(
-      await db.query(`SELECT 1 FROM idempotency_keys WHERE idem_key = $1`, [tag]),
     ).toHaveLength(0);
   });
 
