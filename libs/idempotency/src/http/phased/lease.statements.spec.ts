@@ -149,6 +149,14 @@ describe('leaseClaimFrom', () => {
     });
   });
 
+  it('reads a JSON null for the steps as no step', () => {
+    expect(
+      leaseClaimFrom([
+        { recovery_point: null, step_state: 'null', started_steps: null, generation: '8' },
+      ]),
+    ).toMatchObject({ claimed: true, stepState: {}, startedSteps: [] });
+  });
+
   it('reads no row as a key someone else holds', () => {
     expect(leaseClaimFrom([])).toEqual({ claimed: false });
   });

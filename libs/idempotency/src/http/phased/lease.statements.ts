@@ -88,7 +88,9 @@ export function leaseClaimFrom(
     | undefined;
   if (!row) return { claimed: false };
   // Each step's result is kept as JSON text, so its key order survives (jsonb would sort it).
-  const steps = row.step_state ? (JSON.parse(row.step_state) as Record<string, string>) : {};
+  // SQL NULL and a JSON null both read as no step: neither is written by the library.
+  const steps =
+    (row.step_state ? (JSON.parse(row.step_state) as Record<string, string> | null) : null) ?? {};
   const stepState = Object.fromEntries(
     Object.entries(steps).map(([step, text]) => [step, JSON.parse(readStep(step, text))]),
   );
