@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { MessagingTransactionHost } from '../messaging-transaction-host';
+import type { OutboxMessage } from '../messaging-transport';
 
 export interface NewOutboxRow {
   messageId: string;
@@ -10,17 +11,8 @@ export interface NewOutboxRow {
   headers: string;
 }
 
-/** A due row as the relay publishes it. */
-export interface DueOutboxRow {
-  id: string;
-  messageId: string;
-  exchange: string;
-  routingKey: string;
-  payload: unknown;
-  headers: Record<string, unknown>;
-  attempts: number;
-  createdAt: Date;
-}
+/** A due row: the message the relay publishes, and the id it marks the row by. */
+export type DueOutboxRow = OutboxMessage & { id: string };
 
 /** `DueOutboxRow` as the claim's JSON text carries it. */
 type DueOutboxJson = Omit<DueOutboxRow, 'createdAt'> & { createdAt: string };
