@@ -78,7 +78,7 @@ describe('statements per request', () => {
     expect([...cachedReplay]).toEqual([]);
 
     // The same round trips as the handler without idempotency: START TRANSACTION carrying the
-    // claim (with its lock timeout), SET LOCAL lock_timeout TO DEFAULT and the SAVEPOINT; the
+    // claim (with its lock timeout), the restore of the lock timeout it replaced and the SAVEPOINT; the
     // handler's INSERT; the record carrying COMMIT.
     expect([...first]).toEqual(['START', 'INSERT', 'PREPARE']);
     expect([...create]).toEqual(['START', 'INSERT', 'EXECUTE']);
@@ -90,7 +90,7 @@ describe('statements per request', () => {
       expect.stringMatching(
         /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
       ),
-      'SET LOCAL lock_timeout TO DEFAULT',
+      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before'), true)",
       'SAVEPOINT idempotency_handler',
     ]);
     expect(statementsOf(first.raw[2])).toEqual([
@@ -107,7 +107,7 @@ describe('statements per request', () => {
       expect.stringMatching(
         /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
       ),
-      'SET LOCAL lock_timeout TO DEFAULT',
+      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before'), true)",
       'SAVEPOINT idempotency_handler',
     ]);
     expect(create.raw[1]).toMatch(/^INSERT INTO "orders"/);

@@ -57,6 +57,7 @@ export {
   requestFingerprint,
   type FingerprintInput,
 } from './http/fingerprint';
+export type { UploadedFileDigest } from './http/request-body';
 export { IdempotencyKeyEntity } from './http/idempotency-key.entity';
 export { CreateIdempotencyKeys1764662400000 } from './migrations/1764662400000-create-idempotency-keys';
 export { AddPhasedLeases1764748800000 } from './migrations/1764748800000-add-phased-leases';

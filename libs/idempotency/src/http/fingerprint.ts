@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { IdempotencyRejection } from './idempotency.errors';
+import type { UploadedFileDigest } from './request-body';
 
 /**
  * The deepest nesting of arrays and objects a fingerprinted body may have (an empty `[]` or
@@ -18,6 +19,8 @@ export interface FingerprintInput {
   query: unknown;
   body: unknown;
   headers?: Record<string, string | undefined>;
+  /** Uploaded files, digested (`uploadedFileDigests`); absent on a request without any. */
+  files?: readonly UploadedFileDigest[];
 }
 
 /** Keys `assertFingerprintable` reports, as bits: class-transformer drops both kinds. */
@@ -111,6 +114,8 @@ export function requestFingerprint(input: FingerprintInput): string {
     query: input.query ?? {},
     body: input.body ?? null,
     headers: input.headers ?? {},
+    // Only when there are files: every other request keeps the fingerprint it always had.
+    ...(input.files && { files: input.files }),
   };
   // One level more: the request object around the body.
   assertFingerprintable(request, MAX_BODY_DEPTH + 1);

@@ -24,6 +24,7 @@ import type { IdempotentRequest } from './idempotent-request';
 import type { KeyId } from './key-id';
 import type { Delivery, RequestFlow } from './request-flow';
 import type { RouteOptions } from './route-options';
+import { assertBodyParsed, uploadedFileDigests } from './request-body';
 import { verbatimJsonBody, wireBody } from './stored-response';
 
 /**
@@ -83,6 +84,7 @@ export class HttpRequestFlow implements RequestFlow {
 
   private described(key: string, tenantId: string | undefined): IdempotentRequest {
     const { request, options } = this;
+    assertBodyParsed(request);
     const sent: FingerprintInput = {
       method: request.method,
       route: this.pattern,
@@ -91,6 +93,8 @@ export class HttpRequestFlow implements RequestFlow {
       body: request.body,
       headers: fingerprintedHeaders(request, options.fingerprintHeaders),
     };
+    const files = uploadedFileDigests(request);
+    if (files) sent.files = files;
     return new DescribedHttpRequest(
       this.context,
       this.next,
@@ -117,6 +121,12 @@ export class HttpRequestFlow implements RequestFlow {
         setHeader(adapter, response, raw, name, stored.headers[name]);
     }
     for (const name in replayHeaders) setHeader(adapter, response, raw, name, replayHeaders[name]);
+    // A failure created nothing to point at: a Location the handler set before it failed is not
+    // in the record (`captureFailure`), so the first answer must not carry it either. A replay's
+    // response is fresh and has none.
+    if (stored.headers.location === undefined && replayHeaders?.location === undefined) {
+      removeHeader(response, raw, 'location');
+    }
     // The stored bytes as they are, where Express would write the value's JSON unchanged;
     // otherwise the value, for the interceptors around this one, Fastify's serialiser, an
     // adapter of another kind, or a `res.json` that middleware replaced on this response.
@@ -173,6 +183,16 @@ class DescribedHttpRequest implements IdempotentRequest {
   get label(): string {
     return (this.keyLabel ??= keyLabel(this.id.tenantId, this.id.scope, this.id.key));
   }
+}
+
+/** Express's response is Node's; a Fastify reply has `removeHeader` of its own. */
+function removeHeader(response: unknown, raw: ServerResponse | undefined, name: string): void {
+  if (raw) {
+    raw.removeHeader(name);
+    return;
+  }
+  const reply = response as { removeHeader?: (name: string) => unknown } | undefined;
+  if (typeof reply?.removeHeader === 'function') reply.removeHeader(name);
 }
 
 function setHeader(

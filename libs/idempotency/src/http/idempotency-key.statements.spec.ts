@@ -14,6 +14,7 @@ import {
   SAVEPOINT,
   SAVEPOINT_STATEMENTS,
 } from './idempotency-key.statements';
+import { boundLockTimeout, RESTORE_LOCK_TIMEOUT } from '../shared/lock-timeout';
 import { ClaimConflictError } from '../shared/postgres-errors';
 import { inlineParameters, type SqlStatement } from '../shared/sql-literals';
 
@@ -33,7 +34,7 @@ const highestPlaceholder = (text: string) =>
 const keyStatements: [string, SqlStatement][] = [
   ['claim', claimStatement(id, 'hash', 86_400, 1_000)],
   ['read', readStatement(id)],
-  ['delete-expired', deleteExpiredStatement(id)],
+  ['delete-expired', deleteExpiredStatement(id, 1_000)],
   ['record', recordStatement(id, response)],
 ];
 
@@ -74,7 +75,7 @@ describe('claimStatement', () => {
     const statement = claimStatement(id, 'hash', 86_400, 1_500.9);
     expect(statement.name).toBe('claim');
     expect(statement.text).toMatch(/^WITH claim AS \(\s+INSERT INTO idempotency_keys/);
-    expect(statement.text).toContain("set_config('lock_timeout', $6, true)");
+    expect(statement.text).toContain(`FROM (SELECT ${boundLockTimeout('$6')}) AS bounded_wait`);
     expect(statement.text).toContain('ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING');
     expect(statement.values).toEqual([
       "tenant'1",
@@ -176,10 +177,13 @@ describe('readStatement and existingKeyFrom', () => {
 });
 
 describe('deleteExpiredStatement', () => {
-  it('deletes the key only when it is completed and past its time to live', () => {
-    expect(deleteExpiredStatement(id).text).toBe(
-      "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3 AND expires_at <= now() AND status = 'completed'",
+  it('deletes the key only when it is completed and past its time to live, its wait bounded', () => {
+    const statement = deleteExpiredStatement(id, 1_500);
+    expect(statement.text.replace(/\s+/g, ' ')).toBe(
+      "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND endpoint = $2 AND idem_key = $3 AND expires_at <= now() AND status = 'completed' " +
+        `AND (SELECT ${boundLockTimeout('$4')}) IS NOT NULL`,
     );
+    expect(statement.values[3]).toBe('1500ms');
   });
 });
 
@@ -247,11 +251,11 @@ describe('recordStatement and recordFailure', () => {
 describe('savepoint statements', () => {
   it('gives the handler its lock_timeout back and marks the savepoint, in one text without values', () => {
     expect(SAVEPOINT_STATEMENTS.map((statement) => statement.text)).toEqual([
-      'SET LOCAL lock_timeout TO DEFAULT',
+      RESTORE_LOCK_TIMEOUT,
       'SAVEPOINT idempotency_handler',
     ]);
     expect(SAVEPOINT).toEqual({
-      text: 'SET LOCAL lock_timeout TO DEFAULT; SAVEPOINT idempotency_handler',
+      text: `${RESTORE_LOCK_TIMEOUT}; SAVEPOINT idempotency_handler`,
       values: [],
     });
     expect(ROLLBACK_TO_SAVEPOINT).toEqual({

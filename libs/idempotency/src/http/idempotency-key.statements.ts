@@ -8,6 +8,7 @@ import {
   isSerializationFailure,
   sqlState,
 } from '../shared/postgres-errors';
+import { boundLockTimeout, RESTORE_LOCK_TIMEOUT } from '../shared/lock-timeout';
 import type { SqlStatement } from '../shared/sql-literals';
 
 // The statements about keys, as pure builders: text and values, nothing sent. Who sends them
@@ -81,7 +82,8 @@ const EXISTING_KEY = `json_build_object(
  *
  * The wait behind an uncommitted twin is bounded by `lock_timeout`, set for this transaction
  * by `set_config(..., true)` in the row source: it runs before the insert looks for a
- * conflict, which saves the separate `SET LOCAL` round trip. Past it: SQLSTATE 55P03.
+ * conflict, which saves the separate `SET LOCAL` round trip. Past it: SQLSTATE 55P03. The
+ * value it replaced is kept for `SAVEPOINT_STATEMENTS` to restore (`boundLockTimeout`).
  */
 export function claimStatement(
   id: KeyId,
@@ -93,7 +95,7 @@ export function claimStatement(
     text: `WITH claim AS (
          INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
          SELECT $1, $2, $3, $4, 'in_progress', now() + make_interval(secs => $5)
-           FROM (SELECT set_config('lock_timeout', $6, true)) AS bounded_wait
+           FROM (SELECT ${boundLockTimeout('$6')}) AS bounded_wait
          ON CONFLICT (tenant_id, endpoint, idem_key) DO NOTHING
          RETURNING (extract(epoch FROM created_at) * 1000000)::bigint::text AS generation
        )
@@ -143,12 +145,16 @@ export function existingKeyFrom(rows: unknown[]): ExistingKey | undefined {
 /**
  * Removes a completed row past its time to live, so the key can be claimed as new. Rows in
  * progress are left alone: their recovery points outlive the time to live (the cleanup removes
- * them once abandoned).
+ * them once abandoned). A twin deleting the same row, or the cleanup, may hold it: the wait is
+ * bounded as the claim's is (a one-time filter sets the bound before the row is locked), and
+ * its lock timeout is the claim's 409 (`claimFailure`).
  */
-export function deleteExpiredStatement(id: KeyId): SqlStatement {
+export function deleteExpiredStatement(id: KeyId, lockTimeoutMs: number): SqlStatement {
   return {
-    text: `DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND expires_at <= now() AND status = 'completed'`,
-    values: keyValues(id),
+    text: `DELETE FROM idempotency_keys
+            WHERE ${KEY_MATCHES} AND expires_at <= now() AND status = 'completed'
+              AND (SELECT ${boundLockTimeout('$4')}) IS NOT NULL`,
+    values: [...keyValues(id), lockTimeoutSetting(lockTimeoutMs)],
   };
 }
 
@@ -194,11 +200,12 @@ export function recordFailure(error: unknown): unknown {
 
 /**
  * Marks where a stored failure rolls the handler's writes back to, keeping the claim, and
- * gives the handler the usual `lock_timeout` back (the claim's bound is for the claim only).
- * Two statements, for a caller that sends them along with the claim.
+ * gives the handler the `lock_timeout` it had before the claim (the claim's bound is for the
+ * claim only; `RESTORE_LOCK_TIMEOUT`). Two statements, for a caller that sends them along with
+ * the claim.
  */
 export const SAVEPOINT_STATEMENTS: readonly SqlStatement[] = [
-  { text: 'SET LOCAL lock_timeout TO DEFAULT', values: [] },
+  { text: RESTORE_LOCK_TIMEOUT, values: [] },
   { text: 'SAVEPOINT idempotency_handler', values: [] },
 ];
 

@@ -50,9 +50,16 @@ export class IdempotencyKeyStore {
     return existingKeyFrom(await this.run(readStatement(id)));
   }
 
-  /** Removes a completed row past its time to live, so the key can be claimed as new. */
-  async deleteExpired(id: KeyId): Promise<void> {
-    await this.run(deleteExpiredStatement(id));
+  /**
+   * Removes a completed row past its time to live, so the key can be claimed as new; waits for
+   * a transaction that holds it at most `lockTimeoutMs` (then `ClaimConflictError`).
+   */
+  async deleteExpired(id: KeyId, lockTimeoutMs: number): Promise<void> {
+    try {
+      await this.run(deleteExpiredStatement(id, lockTimeoutMs));
+    } catch (error) {
+      throw claimFailure(error);
+    }
   }
 
   /** Atomic mode: records the exact response (sealed already); it commits with the handler's writes. */

@@ -171,10 +171,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     request: IdempotentRequest | undefined,
   ): Delivery | Promise<Delivery> {
     try {
+      // No key, no idempotency: the handler's errors go to the app's filters as they are, with
+      // no event about a key that never existed.
       if (!request) {
         return lastValueFrom(next.handle(), { defaultValue: undefined }).then(
           (value: unknown) => ({ value }),
-          (error: unknown) => this.failed(flow, reporter, undefined, error),
+          (error: unknown) => ({ error }),
         );
       }
       const cached = this.cache.get(request.id);

@@ -205,7 +205,7 @@ export class AtomicRunner implements IdempotentRunner {
           if (attempt === 0 && 'response' in resolution) transaction.foundOutcome?.();
           return resolution;
         }
-        await this.store.deleteExpired(id);
+        await this.store.deleteExpired(id, this.options.lockTimeoutMs);
       } // else: deleted in between (expiry cleanup): claim again
       if (attempt === 1) throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
       result = await this.store.claim(

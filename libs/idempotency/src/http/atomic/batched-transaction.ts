@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { sqlState } from '../../shared/postgres-errors';
+import { isLockTimeout, isSerializationFailure, sqlState } from '../../shared/postgres-errors';
 import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../../shared/sql-literals';
 import type { CoalescedWrites, CorkableStream } from './coalesced-writes';
 import { type PreparedStatements, UNKNOWN_PREPARED_STATEMENT } from './prepared-statements';
@@ -292,7 +292,7 @@ export class BatchedTransaction {
         return results;
       },
       (error: unknown) => {
-        prepared.settle(client, false);
+        prepared.settle(client, failedAfterPrepares(error));
         throw error;
       },
     );
@@ -346,6 +346,16 @@ function hearsTransactionEvents(dataSource: DataSource): boolean {
   return dataSource.subscribers.some((subscriber) =>
     TRANSACTION_EVENTS.some((event) => typeof subscriber[event] === 'function'),
   );
+}
+
+/**
+ * Whether a batch's error came after its PREPAREs ran. A lock timeout or a serialization
+ * failure is the claim's (or COMMIT's) wait on a twin, and a batch's PREPAREs come before the
+ * statements they serve; a PREPARE does not lock rows. Counting them as not run would prepare
+ * them again under new names on every such failure, and the session would keep each copy.
+ */
+function failedAfterPrepares(error: unknown): boolean {
+  return isLockTimeout(error) || isSerializationFailure(error);
 }
 
 /** The rows of each statement that returns rows (SELECT, EXECUTE of one); undefined for the rest. */

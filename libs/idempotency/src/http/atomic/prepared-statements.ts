@@ -45,15 +45,16 @@ export class PreparedStatements {
   }
 
   /**
-   * After a batch: its PREPAREs ran when it succeeded. When it failed they may not have (a
-   * statement before them failed, the transaction was already aborted), so those names are
-   * prepared again, under new names, on next use: an EXECUTE of a statement the session never
-   * got would fail every later request on this connection.
+   * After a batch: `ran` says whether its PREPAREs ran (the batch succeeded, or failed after
+   * them). When unknown they may not have (a statement before them failed, the transaction was
+   * already aborted), so those names are prepared again, under new names, on next use: an
+   * EXECUTE of a statement the session never got would fail every later request on this
+   * connection.
    */
-  settle(connection: object, succeeded: boolean): void {
+  settle(connection: object, ran: boolean): void {
     const pending = this.unconfirmed.get(connection);
     if (!pending || pending.size === 0) return;
-    if (!succeeded) {
+    if (!ran) {
       const prepared = this.byConnection.get(connection);
       for (const name of pending) prepared?.delete(name);
     }

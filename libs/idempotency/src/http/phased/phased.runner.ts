@@ -135,7 +135,13 @@ export class PhasedRunner implements IdempotentRunner {
         (recorded) => this.sealer.openResponse(id, recorded),
       );
       if (resolution !== 'expired') return { claimed: false, replay: resolution };
-      await this.keys.deleteExpired(id);
+      try {
+        await this.keys.deleteExpired(id, this.options.lockTimeoutMs);
+      } catch (error) {
+        if (error instanceof ClaimConflictError)
+          throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
+        throw error;
+      }
     }
     throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Propagation } from '@nestjs-cls/transactional';
 import type { QueryRunner } from 'typeorm';
+import { boundLockTimeout, RESTORE_LOCK_TIMEOUT } from '../../shared/lock-timeout';
 import { isLockTimeout } from '../../shared/postgres-errors';
 import { type EscapeLiteral, inlineParameters } from '../../shared/sql-literals';
 import { MessageInFlightError } from './inbox.errors';
@@ -27,8 +28,8 @@ export class InboxStore {
    * most `lockTimeoutMs`, then `MessageInFlightError`) and then sees the conflict, so the
    * primary key, not process memory, decides between racing consumers.
    *
-   * The bound is for the claim alone: the handler that runs next gets the server's
-   * `lock_timeout` back. All three statements go in one round trip (the simple query protocol
+   * The bound is for the claim alone: the handler that runs next gets the transaction's own
+   * `lock_timeout` back (`RESTORE_LOCK_TIMEOUT`). All three statements go in one round trip (the simple query protocol
    * takes several, with their values inline).
    */
   async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
@@ -49,7 +50,7 @@ export class InboxStore {
     let results: PostgresResult[];
     try {
       results = await client.query(
-        `SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)};\n${insert};\nSET LOCAL lock_timeout TO DEFAULT`,
+        `SELECT ${boundLockTimeout(`'${Math.trunc(lockTimeoutMs)}ms'`)};\n${insert};\n${RESTORE_LOCK_TIMEOUT}`,
       );
     } catch (error) {
       if (isLockTimeout(error)) throw new MessageInFlightError(lockTimeoutMs);
