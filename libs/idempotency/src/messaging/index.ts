@@ -36,4 +36,5 @@ export { derivedMessageId } from './outbox/derived-message-id';
 export type { CurrentOperation } from '../shared/current-operation';
 export { CreateInbox1764835200000 } from '../migrations/1764835200000-create-inbox';
 export { CreateOutbox1764835200100 } from '../migrations/1764835200100-create-outbox';
+export { AddInboxDeadLettered1764921600700 } from '../migrations/1764921600700-add-inbox-dead-lettered';
 export { messagingMigrations } from '../migrations/messaging-migrations';

@@ -40,7 +40,16 @@ import { TransportLifecycle } from './transport-lifecycle';
     { provide: MessagingCleanup, useClass: MessagingCleanupService },
     TransportLifecycle,
   ],
-  exports: [MESSAGING_OPTIONS, Inbox, InboxInterceptor, Outbox, OutboxRelay, MessagingCleanup],
+  // InboxStore for InboxInterceptor, which Nest builds in the module of each @InboxHandler().
+  exports: [
+    MESSAGING_OPTIONS,
+    Inbox,
+    InboxInterceptor,
+    InboxStore,
+    Outbox,
+    OutboxRelay,
+    MessagingCleanup,
+  ],
 })
 export class IdempotencyMessagingModule {
   // Composed rather than inherited from the builder's class, as IdempotencyModule is: the

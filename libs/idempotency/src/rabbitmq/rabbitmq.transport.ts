@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
@@ -62,6 +63,12 @@ export class RabbitMqTransport implements MessagingTransport {
 
   async start(): Promise<void> {
     if (this.connection) return;
+    // Started again after close() (one transport in two apps, as e2e suites build them): what
+    // the last connection left must not stop this one from replacing a broken channel.
+    this.closing = false;
+    this.failedReplacements = 0;
+    this.lastChannelError = undefined;
+    this.returned.clear();
     // Deferred on purpose: see the class comment.
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer, loaded when a transport starts
     const acm = require('amqp-connection-manager') as typeof AmqpConnectionManager;
@@ -154,6 +161,14 @@ export class RabbitMqTransport implements MessagingTransport {
           failed = true;
         });
         channel.on('return', (returned: ConsumeMessage) => {
+          // A dead-letter copy is known by a header of its own: it may share its message id
+          // with an event the relay publishes.
+          const headers: Record<string, unknown> | undefined = returned.properties.headers;
+          const copy = headers?.[COPY_ID_HEADER];
+          if (typeof copy === 'string') {
+            this.returned.add(copyKey(copy));
+            return;
+          }
           const id = returned.properties.messageId as string | undefined;
           if (id !== undefined) this.returned.add(id);
         });
@@ -217,7 +232,35 @@ export class RabbitMqTransport implements MessagingTransport {
     const { fields, content } = message;
     // amqplib types a received message's properties as `any`; they are the publish options.
     const properties: Options.Publish = message.properties;
-    await channel.publish('', queue, content, {
+    // Mandatory: a queue deleted since it was declared (to clear it, or by `x-expires`) would
+    // otherwise take the copy, confirmed, into nothing, and the original would be acked.
+    const copyId = randomUUID();
+    try {
+      await this.publishCopy(channel, queue, content, properties, fields, reason, copyId);
+    } catch (error) {
+      this.returned.delete(copyKey(copyId));
+      throw error;
+    }
+    if (this.returned.delete(copyKey(copyId))) {
+      this.declaredQueues.delete(queue);
+      throw new Error(
+        `dead-letter queue "${queue}" is gone (deleted since it was declared): the copy came back; ` +
+          'it is declared again at the next attempt',
+      );
+    }
+  }
+
+  private publishCopy(
+    channel: ChannelWrapper,
+    queue: string,
+    content: Buffer,
+    properties: Options.Publish,
+    fields: ConsumeMessage['fields'],
+    reason: DeadLetterReason,
+    copyId: string,
+  ): Promise<unknown> {
+    return channel.publish('', queue, content, {
+      mandatory: true,
       contentType: properties.contentType,
       contentEncoding: properties.contentEncoding,
       messageId: properties.messageId,
@@ -234,6 +277,7 @@ export class RabbitMqTransport implements MessagingTransport {
         'x-inbox-attempts': reason.attempts,
         'x-original-exchange': fields.exchange,
         'x-original-routing-key': fields.routingKey,
+        [COPY_ID_HEADER]: copyId,
       },
     });
   }
@@ -267,4 +311,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Marks a dead-letter copy, so a return of it is told from a return of a relayed event. */
+const COPY_ID_HEADER = 'x-inbox-copy-id';
+
+function copyKey(copyId: string): string {
+  return `copy:${copyId}`;
 }

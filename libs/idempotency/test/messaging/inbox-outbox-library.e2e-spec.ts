@@ -166,7 +166,7 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(await effectsOf(id)).toBe(1);
     });
 
-    it("gives the handler the server's lock_timeout: the claim's bound is for the claim alone", async () => {
+    it("gives the handler its transaction's own lock_timeout: the claim's bound is for the claim alone", async () => {
       const [{ lock_timeout: serverDefault }] = await db.query<{ lock_timeout: string }>(
         'SHOW lock_timeout',
       );
@@ -250,6 +250,41 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
         `SELECT message_id, routing_key, status, payload FROM outbox_messages WHERE message_id = ANY($1) ORDER BY id`,
         [messageIds],
       );
+
+    it('makes events due in the order they were written, not the order their transactions began', async () => {
+      const first = randomUUID();
+      const second = randomUUID();
+      let began!: () => void;
+      const hasBegun = new Promise<void>((resolve) => (began = resolve));
+      let goOn!: () => void;
+      const mayGoOn = new Promise<void>((resolve) => (goOn = resolve));
+      // The later writer's transaction begins first (its now() is taken), and writes its event
+      // only once the other's is committed: as after waiting on a lock the other held.
+      const later = txHost.withTransaction(async () => {
+        await txHost.tx.query('SELECT 1');
+        began();
+        await mayGoOn;
+        await outbox.publish({
+          exchange: EXCHANGE,
+          routingKey: 'o',
+          payload: {},
+          messageId: second,
+        });
+      });
+      await hasBegun;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await txHost.withTransaction(() =>
+        outbox.publish({ exchange: EXCHANGE, routingKey: 'o', payload: {}, messageId: first }),
+      );
+      goOn();
+      await later;
+      // The relay's order (sent or not by now: a relay beside this suite may have taken them).
+      const rows = await db.query<{ message_id: string }>(
+        `SELECT message_id FROM outbox_messages WHERE message_id = ANY($1) ORDER BY next_attempt_at, id`,
+        [[first, second]],
+      );
+      expect(rows.map((row) => row.message_id)).toEqual([first, second]);
+    });
 
     it('refuses to write outside a transaction', async () => {
       const messageId = randomUUID();

@@ -19,6 +19,7 @@ import {
   UnprocessableMessageError,
 } from './inbox.errors';
 import { Inbox } from './inbox.service';
+import { InboxStore } from './inbox.store';
 
 /**
  * The delivery flow of an `@InboxHandler()`: process through the inbox, then tell the broker.
@@ -33,6 +34,7 @@ export class InboxInterceptor implements NestInterceptor {
     @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly inbox: Inbox,
     private readonly reflector: Reflector,
+    private readonly store: InboxStore,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -161,6 +163,17 @@ export class InboxInterceptor implements NestInterceptor {
         `${reason.consumer}: dead-lettering failed, retrying instead: ${describe(error)}`,
       );
       await this.tell('retry', reason.consumer, () => delivery.retry());
+      return;
+    }
+    if (reason.code === 'max-attempts' && delivery.messageId !== undefined) {
+      // Moved back from the dead-letter queue once fixed, it starts its count afresh.
+      await this.store
+        .markDeadLettered(reason.consumer, delivery.messageId)
+        .catch((error: unknown) =>
+          this.logger.warn(
+            `${reason.consumer}: the failures of ${delivery.messageId} stay counted: ${describe(error)}`,
+          ),
+        );
     }
   }
 

@@ -61,7 +61,14 @@ export class InboxService extends Inbox {
         bindCurrentOperation({ kind: 'message', consumer, messageId: id });
         const claimed = await this.store.claim(consumer, id, this.options.inbox.lockTimeoutMs);
         if (!claimed) return { status: 'duplicate', messageId: id };
-        return { status: 'applied', messageId: id, result: await handler() };
+        const statements = this.store.watchStatements();
+        try {
+          const result = await handler();
+          await statements.assertUsable();
+          return { status: 'applied', messageId: id, result };
+        } finally {
+          statements.stop();
+        }
       },
     );
   }
@@ -75,6 +82,9 @@ export class InboxService extends Inbox {
 function usableMessageId(messageId: string | undefined): string {
   if (messageId === undefined) throw new MissingMessageIdError('none was sent');
   if (messageId.trim() === '') throw new MissingMessageIdError('it is empty');
+  // PostgreSQL text cannot hold it: every claim of the message would fail, and so would the
+  // count of its failures, for ever.
+  if (messageId.includes('\u0000')) throw new MissingMessageIdError('it contains a NUL character');
   if (Buffer.byteLength(messageId, 'utf8') > MAX_SHORT_STRING_BYTES) {
     throw new MissingMessageIdError(`it is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Propagation } from '@nestjs-cls/transactional';
 import type { QueryRunner } from 'typeorm';
 import { boundLockTimeout, RESTORE_LOCK_TIMEOUT } from '../../shared/lock-timeout';
-import { isLockTimeout } from '../../shared/postgres-errors';
+import { isLockTimeout, isSerializationFailure } from '../../shared/postgres-errors';
 import { type EscapeLiteral, inlineParameters } from '../../shared/sql-literals';
 import { MessageInFlightError } from './inbox.errors';
 import { MessagingTransactionHost } from '../messaging-transaction-host';
@@ -53,7 +53,10 @@ export class InboxStore {
         `SELECT ${boundLockTimeout(`'${Math.trunc(lockTimeoutMs)}ms'`)};\n${insert};\n${RESTORE_LOCK_TIMEOUT}`,
       );
     } catch (error) {
-      if (isLockTimeout(error)) throw new MessageInFlightError(lockTimeoutMs);
+      // A serialization failure is a twin that committed while this claim waited on it, under
+      // REPEATABLE READ or SERIALIZABLE: the retry, in a new transaction, sees the duplicate.
+      if (isLockTimeout(error) || isSerializationFailure(error))
+        throw new MessageInFlightError(lockTimeoutMs);
       throw error;
     }
     // Three statements, three results. Anything else must not pass for a duplicate, which the
@@ -78,14 +81,69 @@ export class InboxStore {
         `INSERT INTO inbox_failures (consumer, message_id, attempts, last_error)
          VALUES ($1, $2, 1, $3)
          ON CONFLICT (consumer, message_id) DO UPDATE
-           SET attempts = inbox_failures.attempts + 1,
+           SET attempts = CASE WHEN inbox_failures.dead_lettered_at IS NULL
+                               THEN inbox_failures.attempts + 1 ELSE 1 END,
+               dead_lettered_at = NULL,
                last_error = EXCLUDED.last_error,
                last_failed_at = now()
          RETURNING attempts::text AS attempts`,
-        [consumer, messageId, error.slice(0, 2000)],
+        // PostgreSQL text cannot hold NUL: an error that quotes one must still be counted.
+        [consumer, messageId, error.replaceAll('\u0000', '').slice(0, 2000)],
       ),
     )) as Array<{ attempts: string }>;
     return Number(rows[0].attempts);
+  }
+
+  /**
+   * Notes that a message's copy is on the dead-letter queue. Its failures stay on record; moved
+   * back from there (the bug fixed), its next failure counts from 1 again (`recordFailure`),
+   * so it gets `maxAttempts` again instead of one.
+   */
+  async markDeadLettered(consumer: string, messageId: string): Promise<void> {
+    await this.txHost.tx.query(
+      `UPDATE inbox_failures SET dead_lettered_at = now() WHERE consumer = $1 AND message_id = $2`,
+      [consumer, messageId],
+    );
+  }
+
+  /**
+   * Notes whether a statement sent through the transaction's query runner fails while the
+   * handler runs. A handler that catches such a failure and goes on leaves PostgreSQL's
+   * transaction aborted, and its COMMIT then rolls back without an error: the message would
+   * be acknowledged with nothing applied. `assertUsable` finds that out with one statement, sent
+   * only when something failed (a failure inside a savepoint the handler rolled back is fine).
+   */
+  watchStatements(): { assertUsable(): Promise<void>; stop(): void } {
+    const runner = this.runner();
+    // An own property over whatever `query` was: `stop` puts that back.
+    const before = Object.getOwnPropertyDescriptor(runner, 'query');
+    const send = runner.query.bind(runner) as (...args: unknown[]) => Promise<unknown>;
+    let failure: unknown;
+    runner.query = ((...args: unknown[]) => {
+      const sent = send(...args);
+      sent.catch((error: unknown) => (failure ??= error));
+      return sent;
+    }) as QueryRunner['query'];
+    const stop = () => {
+      if (before) Object.defineProperty(runner, 'query', before);
+      else delete (runner as Partial<Pick<QueryRunner, 'query'>>).query;
+    };
+    return {
+      stop,
+      assertUsable: async () => {
+        if (failure === undefined) return;
+        stop();
+        try {
+          await runner.query('SELECT 1');
+        } catch (error) {
+          throw new Error(
+            `the handler went on after a failed statement (${describe(failure)}); PostgreSQL ` +
+              `aborted its transaction, so nothing it wrote could commit`,
+            { cause: error },
+          );
+        }
+      },
+    };
   }
 
   /** Deletes up to `limit` processed ids older than the retention; one short statement. */
@@ -127,4 +185,8 @@ export class InboxStore {
     }
     return runner;
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -37,12 +37,16 @@ export class OutboxStore {
    * left alone and compared in the same round trip. When the twin is still uncommitted the
    * insert waits for it and the statement's snapshot misses it: that case reads as `same`
    * only after a fresh read, done by `contentOf`.
+   *
+   * Due from the moment it is written (`clock_timestamp()`), not from its transaction's start
+   * (the column's default, `now()`): the relay takes rows in that order, so an event written
+   * after another, by a transaction that began before it, is still published after it.
    */
   async insert(row: NewOutboxRow): Promise<OutboxInsertResult | undefined> {
     const rows = (await this.runner().query(
       `WITH inserted AS (
-         INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, headers)
-         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb)
+         INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, headers, next_attempt_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, clock_timestamp())
          ON CONFLICT (message_id) DO NOTHING
          RETURNING 1
        )
