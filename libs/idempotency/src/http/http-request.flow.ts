@@ -21,7 +21,7 @@ import { IdempotencyRejection } from './idempotency.errors';
 import type { StoredResponse } from './idempotency.options';
 import { parseIdempotencyKey } from './idempotency-key.parser';
 import type { IdempotentRequest } from './idempotent-request';
-import type { KeyId } from './key-id';
+import { type KeyId, tenantIdOf } from './key-id';
 import type { Delivery, RequestFlow } from './request-flow';
 import type { RouteOptions } from './route-options';
 import { assertBodyParsed, uploadedFileDigests } from './request-body';
@@ -64,8 +64,8 @@ export class HttpRequestFlow implements RequestFlow {
     const tenant = this.options.tenantResolver(this.context);
     // Any thenable: a resolver may return another library's promise.
     return typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function'
-      ? Promise.resolve(tenant).then((resolved) => this.described(key, resolved))
-      : this.described(key, tenant as string | undefined);
+      ? Promise.resolve(tenant).then((resolved) => this.described(key, tenantIdOf(resolved)))
+      : this.described(key, tenantIdOf(tenant));
   }
 
   deliver(stored: StoredResponse, replayHeaders?: Record<string, string>): Delivery {
@@ -82,7 +82,7 @@ export class HttpRequestFlow implements RequestFlow {
     };
   }
 
-  private described(key: string, tenantId: string | undefined): IdempotentRequest {
+  private described(key: string, tenantId: string): IdempotentRequest {
     const { request, options } = this;
     assertBodyParsed(request);
     const sent: FingerprintInput = {
@@ -99,7 +99,7 @@ export class HttpRequestFlow implements RequestFlow {
       this.context,
       this.next,
       this.route,
-      { tenantId: tenantId ?? '', scope: this.eventScope, key },
+      { tenantId, scope: this.eventScope, key },
       sent,
       // Only the replay cache reads the text: without it, no request pays the JSON.stringify.
       options.replayCache.enabled ? verbatimRequest(sent) : undefined,

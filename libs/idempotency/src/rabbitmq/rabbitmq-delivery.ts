@@ -40,7 +40,11 @@ export class RabbitMqDelivery implements InboxDelivery {
  */
 function producerMessageId(message: ConsumeMessage): string | undefined {
   const fromProperty = message.properties.messageId as unknown;
-  const raw: unknown = fromProperty ?? message.properties.headers?.[MESSAGE_ID_HEADER];
+  // An empty property is no id: a producer that sets the header may leave it so.
+  const raw: unknown =
+    fromProperty === undefined || fromProperty === ''
+      ? message.properties.headers?.[MESSAGE_ID_HEADER]
+      : fromProperty;
   if (typeof raw === 'string') return raw;
   if (Buffer.isBuffer(raw)) return raw.toString('utf8');
   if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);

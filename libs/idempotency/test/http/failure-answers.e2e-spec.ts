@@ -83,3 +83,36 @@ describe('failure answers', () => {
     expect(events).toEqual([]);
   });
 });
+
+/** A tenant resolver that returns an object by mistake (the whole user, say). */
+describe('a tenant resolver that returns no text', () => {
+  let app: INestApplication;
+  const db = new TestDatabase();
+
+  beforeAll(async () => {
+    ({ app } = await createLibraryApp(
+      IdempotencyModule.forRoot({
+        cleanup: false,
+        tenantResolver: () => ({ id: 'acme' }) as unknown as string,
+      }),
+    ));
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  it('fails the request before anything runs, rather than share one tenant among all', async () => {
+    const tag = `object-tenant-${randomUUID()}`;
+    const res = await request(app.getHttpServer())
+      .post('/widgets')
+      .set('idempotency-key', randomUUID())
+      .send({ tag });
+    expect(res.status).toBe(500);
+    expect(await db.query(`SELECT 1 FROM library_test_effects WHERE tag = $1`, [tag])).toEqual([]);
+    expect(
+      await db.query(`SELECT 1 FROM idempotency_keys WHERE tenant_id = '[object Object]'`),
+    ).toEqual([]);
+  });
+});

@@ -322,6 +322,11 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
         /messageId is longer/,
       ],
       ['an empty message id', { messageIdOf: () => ' ' }, /messageId must not be empty/],
+      [
+        'a header name over 255 bytes',
+        { headers: { ['h'.repeat(256)]: 'x' } },
+        /header name "h+" is longer than 255 bytes/,
+      ],
     ])(
       'refuses an event with %s, which no broker would take, and writes nothing',
       async (_label, change, refusal) => {

@@ -14,6 +14,7 @@ import {
   Inbox,
   type InboxDelivery,
   InboxHandler,
+  type InboxSettlement,
   type MessagingModuleOptions,
   type MessagingTransport,
 } from 'nestjs-pg-idempotency/messaging';
@@ -30,6 +31,8 @@ import { TestDatabase } from '../support/test-database';
 class RecordedDelivery implements InboxDelivery {
   readonly headers = {};
   readonly settled: string[] = [];
+  /** The copy's fate: a broker that refuses it makes `deadLetter` fail. */
+  copyFails = false;
   constructor(readonly messageId: string | undefined) {}
   ack(): void {
     this.settled.push('ack');
@@ -38,6 +41,7 @@ class RecordedDelivery implements InboxDelivery {
     this.settled.push('retry');
   }
   deadLetter(reason: DeadLetterReason): Promise<void> {
+    if (this.copyFails) return Promise.reject(new Error('the copy was not confirmed'));
     this.settled.push(`dead:${reason.code}`);
     return Promise.resolve();
   }
@@ -98,11 +102,15 @@ describe('inbox settlements', () => {
   let app: INestApplication;
   const db = new TestDatabase();
   const transport = new HandedTransport();
+  const settlements: InboxSettlement[] = [];
   let interceptor: InboxInterceptor;
   let txHost: TransactionHost<TransactionalAdapterTypeOrm>;
 
   beforeAll(async () => {
-    app = await messagingApp(libraryInfrastructure(), { transport, inbox: { retryDelayMs: 0 } });
+    app = await messagingApp(libraryInfrastructure(), {
+      transport,
+      inbox: { retryDelayMs: 0, onSettle: (settlement) => void settlements.push(settlement) },
+    });
     interceptor = app.get(InboxInterceptor);
     txHost = app.get(TransactionHost);
   });
@@ -115,8 +123,10 @@ describe('inbox settlements', () => {
   async function deliver(
     messageId: string | undefined,
     handler: () => Promise<unknown>,
+    copyFails = false,
   ): Promise<string[]> {
     const delivery = new RecordedDelivery(messageId);
+    delivery.copyFails = copyFails;
     transport.next = delivery;
     const next: CallHandler = { handle: () => defer(handler) };
     await lastValueFrom(interceptor.intercept(CONTEXT, next), { defaultValue: undefined });
@@ -172,6 +182,16 @@ describe('inbox settlements', () => {
     });
     expect(settled).toEqual(['dead:missing-message-id']);
     expect(ran).toBe(false);
+  });
+
+  it('reports a dead letter once its copy is safe, and a failed copy as a retry', async () => {
+    const id = `poison\u0000${randomUUID()}`;
+    settlements.length = 0;
+    expect(await deliver(id, () => Promise.resolve(), true)).toEqual(['retry']);
+    expect(settlements.map((settlement) => settlement.status)).toEqual(['retried']);
+    settlements.length = 0;
+    expect(await deliver(id, () => Promise.resolve())).toEqual(['dead:missing-message-id']);
+    expect(settlements.map((settlement) => settlement.status)).toEqual(['dead-lettered']);
   });
 
   it('counts a failure whose error quotes a NUL character', async () => {

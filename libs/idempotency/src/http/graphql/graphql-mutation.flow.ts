@@ -7,6 +7,7 @@ import { IdempotencyProblemType, IdempotencyRejection } from '../idempotency.err
 import type { StoredResponse } from '../idempotency.options';
 import { parseIdempotencyKey } from '../idempotency-key.parser';
 import type { IdempotentRequest } from '../idempotent-request';
+import { tenantIdOf } from '../key-id';
 import type { Delivery, RequestFlow } from '../request-flow';
 import type { RouteOptions } from '../route-options';
 import { IdempotencyGraphQLErrorCode } from './graphql-error-codes';
@@ -67,7 +68,7 @@ export class GraphqlMutationFlow implements RequestFlow {
       if (this.route.required) throw IdempotencyRejection.missingKey(headerName);
       return undefined;
     }
-    const tenantId = (await this.options.tenantResolver(this.context)) ?? '';
+    const tenantId = tenantIdOf(await this.options.tenantResolver(this.context));
     const scope = this.scope;
     const requestHash = operationFingerprint(
       graphqlLibrary(),

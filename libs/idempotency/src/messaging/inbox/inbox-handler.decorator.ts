@@ -14,6 +14,13 @@ import { InboxInterceptor } from './inbox.interceptor';
  */
 export function InboxHandler(consumer: string, options: InboxHandlerOptions = {}): MethodDecorator {
   if (!consumer) throw new Error('@InboxHandler() needs a consumer name');
+  const { maxAttempts } = options;
+  // 0 or less would dead-letter every first failure, NaN never: refused where it is written.
+  if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts <= 0)) {
+    throw new Error(
+      `@InboxHandler('${consumer}'): maxAttempts must be a positive integer, got ${String(maxAttempts)}`,
+    );
+  }
   const metadata: InboxHandlerMetadata = { consumer, ...options };
   return applyDecorators(SetMetadata(INBOX_HANDLER, metadata), UseInterceptors(InboxInterceptor));
 }

@@ -148,13 +148,12 @@ export class InboxInterceptor implements NestInterceptor {
     this.logger.warn(
       `${reason.consumer}: dead-lettering ${delivery.messageId ?? '(no id)'} (${reason.code}): ${reason.detail}`,
     );
-    await this.report({
+    const settlement = {
       consumer: reason.consumer,
       messageId: delivery.messageId,
-      status: 'dead-lettered',
       headers: delivery.headers,
       attempts: reason.attempts,
-    });
+    };
     try {
       await delivery.deadLetter(reason);
     } catch (error) {
@@ -162,9 +161,12 @@ export class InboxInterceptor implements NestInterceptor {
       this.logger.error(
         `${reason.consumer}: dead-lettering failed, retrying instead: ${describe(error)}`,
       );
+      await this.report({ ...settlement, status: 'retried' });
       await this.tell('retry', reason.consumer, () => delivery.retry());
       return;
     }
+    // Reported once the copy is safe: a failed copy is a retry, not a dead letter.
+    await this.report({ ...settlement, status: 'dead-lettered' });
     if (reason.code === 'max-attempts' && delivery.messageId !== undefined) {
       // Moved back from the dead-letter queue once fixed, it starts its count afresh.
       await this.store

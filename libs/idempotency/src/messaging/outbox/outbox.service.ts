@@ -82,6 +82,8 @@ export class OutboxService extends Outbox {
       ['exchange', event.exchange],
       ['routingKey', event.routingKey],
       ['messageId', messageId],
+      // AMQP's field names are short strings too: a longer one fails the client's encoding.
+      ...Object.keys(event.headers ?? {}).map((key) => [`header name "${key.slice(0, 40)}"`, key]),
     ]) {
       if (Buffer.byteLength(value, 'utf8') > MAX_SHORT_STRING_BYTES) {
         throw new Error(`Outbox.publish: ${name} is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
