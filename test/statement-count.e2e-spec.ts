@@ -90,7 +90,7 @@ describe('statements per request', () => {
       expect.stringMatching(
         /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
       ),
-      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before'), true)",
+      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before') || left(set_config('idempotency.lock_timeout_before', '', true), 0), true)",
       'SAVEPOINT idempotency_handler',
     ]);
     expect(statementsOf(first.raw[2])).toEqual([
@@ -107,7 +107,7 @@ describe('statements per request', () => {
       expect.stringMatching(
         /^EXECUTE idempotency_claim_[0-9a-f]{8}\('acme', 'POST \/v1\/orders', '/,
       ),
-      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before'), true)",
+      "SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout_before') || left(set_config('idempotency.lock_timeout_before', '', true), 0), true)",
       'SAVEPOINT idempotency_handler',
     ]);
     expect(create.raw[1]).toMatch(/^INSERT INTO "orders"/);

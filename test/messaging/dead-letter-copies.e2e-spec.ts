@@ -102,6 +102,22 @@ describeWithBroker('RabbitMqTransport: dead-letter copies and restarts', () => {
     }
   });
 
+  it("judges a returned event by its message id, even when it carries a dead-letter copy's header", async () => {
+    const transport = new RabbitMqTransport({ url: brokerUrl(), mandatory: true });
+    await transport.start();
+    try {
+      // An event whose headers were forwarded from a message that was once a dead letter.
+      const forwarded = {
+        ...outboxMessage('amq.topic'),
+        routingKey: `test.unbound.${randomUUID()}`,
+        headers: { 'x-inbox-copy-id': randomUUID() },
+      };
+      await expect(transport.publish(forwarded)).rejects.toThrow(/unroutable/);
+    } finally {
+      await transport.close();
+    }
+  });
+
   it('replaces a broken publisher channel after close() and start() again', async () => {
     const transport = new RabbitMqTransport({ url: brokerUrl(), publishTimeoutMs: 2000 });
     await transport.start();

@@ -37,6 +37,33 @@ describe('uploadedFileDigests', () => {
   it('refuses a file whose bytes are on disk', () => {
     const onDisk = { fieldname: 'file', originalname: 'a.txt', size: 3, path: '/tmp/x' };
     expect(() => uploadedFileDigests({ ...base, file: onDisk })).toThrow(IdempotencyRejection);
+    const tempFile = { name: 'a.txt', data: Buffer.alloc(0), tempFilePath: '/tmp/y', size: 3 };
+    expect(() => uploadedFileDigests({ ...base, files: { doc: tempFile } })).toThrow(
+      IdempotencyRejection,
+    );
+  });
+
+  it("ignores what is no file, such as @fastify/multipart's request methods", () => {
+    const methods = { ...base, file: () => undefined, files: () => undefined };
+    expect(uploadedFileDigests(methods)).toBeUndefined();
+  });
+
+  it("digests express-fileupload's files, one or several per field", () => {
+    const upload = (name: string, bytes: string) => ({
+      name,
+      mimetype: 'text/plain',
+      data: Buffer.from(bytes),
+      size: bytes.length,
+    });
+    const digests = uploadedFileDigests({
+      ...base,
+      files: { one: upload('a.txt', 'a'), many: [upload('b.txt', 'b'), upload('c.txt', 'c')] },
+    });
+    expect(digests?.map((each) => [each.field, each.name, each.sha256])).toEqual([
+      ['many', 'b.txt', hash('sha256', 'b', 'hex')],
+      ['many', 'c.txt', hash('sha256', 'c', 'hex')],
+      ['one', 'a.txt', hash('sha256', 'a', 'hex')],
+    ]);
   });
 });
 
@@ -51,5 +78,13 @@ describe('assertBodyParsed', () => {
     for (const headers of [{ 'content-length': '12' }, { 'transfer-encoding': 'chunked' }]) {
       expect(() => assertBodyParsed({ ...base, headers })).toThrow(IdempotencyRejection);
     }
+    // Chunked, all of it received, some of it unread.
+    const unread = { ...base, headers: { 'transfer-encoding': 'chunked' }, complete: true };
+    expect(() => assertBodyParsed({ ...unread, readableLength: 5 })).toThrow(IdempotencyRejection);
+  });
+
+  it('takes an empty chunked body, received whole and nothing left to read', () => {
+    const empty = { ...base, headers: { 'transfer-encoding': 'chunked' }, complete: true };
+    expect(() => assertBodyParsed({ ...empty, readableLength: 0 })).not.toThrow();
   });
 });

@@ -2,13 +2,21 @@ import { hash } from 'node:crypto';
 import type { HttpRequestLike } from './http-exchange';
 import { IdempotencyRejection } from './idempotency.errors';
 
-/** A file that multer (Nest's `FileInterceptor`) took from a multipart body, as read here. */
+/**
+ * A file an upload middleware left on the request, as read here: multer's (Nest's
+ * `FileInterceptor`: `fieldname`, `originalname`, the bytes in `buffer` with memory storage, a
+ * `path` with disk storage) or express-fileupload's (`name`, the bytes in `data`, a
+ * `tempFilePath` with temporary files).
+ */
 interface UploadedFileLike {
   fieldname?: unknown;
   originalname?: unknown;
+  name?: unknown;
   mimetype?: unknown;
-  size?: unknown;
   buffer?: unknown;
+  data?: unknown;
+  path?: unknown;
+  tempFilePath?: unknown;
 }
 
 /** What the fingerprint holds of an uploaded file: never its bytes, a digest of them. */
@@ -26,7 +34,7 @@ export interface UploadedFileDigest {
  * pass for the same. That is a multipart body parsed by a `FileInterceptor` the route runs
  * inside `@Idempotent()`, or a content type no body parser of the app reads.
  */
-export function assertBodyParsed(request: HttpRequestLike): void {
+export function assertBodyParsed(request: HttpRequestLike & StreamState): void {
   if (request.body !== undefined || !hasBodyOnTheWire(request)) return;
   throw IdempotencyRejection.unfingerprintableRequest(
     'has a body that no parser read before the idempotency interceptor ran (a multipart upload ' +
@@ -36,53 +44,78 @@ export function assertBodyParsed(request: HttpRequestLike): void {
 }
 
 /**
- * The files multer put on the request (`req.file`, `req.files` as an array or by field), in
- * order, as digests; undefined when there are none, so a request without files is fingerprinted
- * as it always was. A file without its bytes in memory (multer's disk storage) is refused: its
- * digest would mean reading the file back on every request.
+ * The files an upload middleware put on the request (`req.file`, `req.files` as an array or by
+ * field, one file or several per field), in order, as digests; undefined when there are none,
+ * so a request without files is fingerprinted as it always was. Only plain objects count: a
+ * plugin may put methods there (`@fastify/multipart` does, on every request). A file whose
+ * bytes are not in memory (multer's disk storage, express-fileupload's temporary files) is
+ * refused: its digest would mean reading the file back on every request.
  */
 export function uploadedFileDigests(
   request: HttpRequestLike & { file?: unknown; files?: unknown },
 ): UploadedFileDigest[] | undefined {
   const { file, files } = request;
   if (file === undefined && files === undefined) return undefined;
-  const all: unknown[] = [];
-  if (file !== undefined) all.push(file);
-  if (Array.isArray(files)) all.push(...(files as unknown[]));
-  else if (typeof files === 'object' && files !== null) {
-    for (const field of Object.keys(files).sort()) {
-      const list = (files as Record<string, unknown>)[field];
-      if (Array.isArray(list)) all.push(...(list as unknown[]));
+  const found: Array<{ field: string; file: UploadedFileLike }> = [];
+  const add = (field: string, value: unknown) => {
+    for (const each of Array.isArray(value) ? (value as unknown[]) : [value]) {
+      if (isPlainObject(each)) found.push({ field, file: each as UploadedFileLike });
     }
+  };
+  add('', file);
+  if (Array.isArray(files)) add('', files);
+  else if (isPlainObject(files)) {
+    const byField = files as Record<string, unknown>;
+    for (const field of Object.keys(byField).sort()) add(field, byField[field]);
   }
-  return all.length === 0 ? undefined : all.map((each) => digest(each as UploadedFileLike));
+  return found.length === 0 ? undefined : found.map(({ field, file }) => digest(field, file));
 }
 
-function digest(file: UploadedFileLike): UploadedFileDigest {
-  if (!Buffer.isBuffer(file.buffer)) {
+function digest(field: string, file: UploadedFileLike): UploadedFileDigest {
+  const bytes = Buffer.isBuffer(file.buffer) ? file.buffer : file.data;
+  const elsewhere = text(file.path) !== '' || text(file.tempFilePath) !== '';
+  if (!Buffer.isBuffer(bytes) || (elsewhere && bytes.length === 0)) {
     throw IdempotencyRejection.unfingerprintableRequest(
-      'uploads a file whose bytes are not in memory (multer keeps it on disk), so it cannot be ' +
-        'told apart from another upload; use memory storage on @Idempotent() routes',
+      'uploads a file whose bytes are not in memory (kept on disk by the upload middleware), so ' +
+        'it cannot be told apart from another upload; keep uploads in memory on @Idempotent() routes',
     );
   }
   return {
-    field: text(file.fieldname),
-    name: text(file.originalname),
+    field: text(file.fieldname) || field,
+    name: text(file.originalname) || text(file.name),
     type: text(file.mimetype),
-    size: file.buffer.length,
-    sha256: hash('sha256', file.buffer, 'hex'),
+    size: bytes.length,
+    sha256: hash('sha256', bytes, 'hex'),
   };
 }
 
-/** multer's fields are strings; anything else counts as none. */
+function isPlainObject(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/** The upload middlewares' fields are strings; anything else counts as none. */
 function text(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** Node's parser tells a body by its framing: a non-zero Content-Length, or Transfer-Encoding. */
-function hasBodyOnTheWire(request: HttpRequestLike): boolean {
+/**
+ * Whether the request carries a body: a non-zero Content-Length, or Transfer-Encoding (chunked)
+ * unless Node's parser has already seen the whole message and no byte of it is waiting to be
+ * read, as for an empty chunked body that nobody read.
+ */
+function hasBodyOnTheWire(request: HttpRequestLike & StreamState): boolean {
   const { headers } = request;
-  if (headers['transfer-encoding'] !== undefined) return true;
+  if (headers['transfer-encoding'] !== undefined) {
+    return !(request.complete === true && request.readableLength === 0);
+  }
   const length = Number(headers['content-length']);
   return Number.isFinite(length) && length > 0;
+}
+
+/** What Node's `IncomingMessage` says of its body stream (absent on a Fastify request). */
+interface StreamState {
+  complete?: boolean;
+  readableLength?: number;
 }

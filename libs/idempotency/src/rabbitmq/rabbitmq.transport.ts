@@ -55,6 +55,8 @@ export class RabbitMqTransport implements MessagingTransport {
   private lastChannelError?: string;
   /** Message ids of mandatory publishes the broker returned as unroutable, until their confirm. */
   private readonly returned = new Set<string>();
+  /** Ids of the dead-letter copies being published, until their confirm. */
+  private readonly pendingCopies = new Set<string>();
   /** Channels replaced in a row without one connecting: the next replacement waits longer. */
   private failedReplacements = 0;
   private closing = false;
@@ -165,7 +167,9 @@ export class RabbitMqTransport implements MessagingTransport {
           // with an event the relay publishes.
           const headers: Record<string, unknown> | undefined = returned.properties.headers;
           const copy = headers?.[COPY_ID_HEADER];
-          if (typeof copy === 'string') {
+          // Only a copy this transport is sending: an event may carry the header (forwarded
+          // from a message that was once a dead letter) and is then judged by its message id.
+          if (typeof copy === 'string' && this.pendingCopies.has(copy)) {
             this.returned.add(copyKey(copy));
             return;
           }
@@ -235,11 +239,14 @@ export class RabbitMqTransport implements MessagingTransport {
     // Mandatory: a queue deleted since it was declared (to clear it, or by `x-expires`) would
     // otherwise take the copy, confirmed, into nothing, and the original would be acked.
     const copyId = randomUUID();
+    this.pendingCopies.add(copyId);
     try {
       await this.publishCopy(channel, queue, content, properties, fields, reason, copyId);
     } catch (error) {
       this.returned.delete(copyKey(copyId));
       throw error;
+    } finally {
+      this.pendingCopies.delete(copyId);
     }
     if (this.returned.delete(copyKey(copyId))) {
       this.declaredQueues.delete(queue);

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   Body,
   Controller,
@@ -148,6 +150,29 @@ describe('uploads on @Idempotent() routes', () => {
     expect(
       await db.query(`SELECT 1 FROM library_test_effects WHERE route = 'uploads/text'`),
     ).toEqual([]);
+  });
+
+  it('takes an empty chunked body that no parser read', async () => {
+    const server = app.getHttpServer() as Server;
+    if (!server.listening) await new Promise<void>((resolve) => server.listen(0, resolve));
+    const { port } = server.address() as AddressInfo;
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const sent = httpRequest(
+        {
+          port,
+          method: 'POST',
+          path: '/uploads/text',
+          headers: { 'idempotency-key': randomUUID(), 'transfer-encoding': 'chunked' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
+      sent.on('error', reject);
+      sent.end();
+    });
+    expect(status).toBe(201);
   });
 
   it('still takes a request without a body on such a route', async () => {

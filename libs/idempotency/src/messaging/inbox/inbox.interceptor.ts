@@ -167,7 +167,8 @@ export class InboxInterceptor implements NestInterceptor {
     }
     // Reported once the copy is safe: a failed copy is a retry, not a dead letter.
     await this.report({ ...settlement, status: 'dead-lettered' });
-    if (reason.code === 'max-attempts' && delivery.messageId !== undefined) {
+    // Not for a missing id: there is no usable id to mark.
+    if (reason.code !== 'missing-message-id' && delivery.messageId !== undefined) {
       // Moved back from the dead-letter queue once fixed, it starts its count afresh.
       await this.store
         .markDeadLettered(reason.consumer, delivery.messageId)
