@@ -77,6 +77,9 @@ describe('assertBodyParsed', () => {
   it('refuses a body on the wire that nothing parsed', () => {
     for (const headers of [{ 'content-length': '12' }, { 'transfer-encoding': 'chunked' }]) {
       expect(() => assertBodyParsed({ ...base, headers })).toThrow(IdempotencyRejection);
+      expect(() => assertBodyParsed({ ...base, headers, body: null })).toThrow(
+        IdempotencyRejection,
+      );
     }
     // Chunked, all of it received, some of it unread.
     const unread = { ...base, headers: { 'transfer-encoding': 'chunked' }, complete: true };

@@ -35,7 +35,9 @@ export interface UploadedFileDigest {
  * inside `@Idempotent()`, or a content type no body parser of the app reads.
  */
 export function assertBodyParsed(request: HttpRequestLike & StreamState): void {
-  if (request.body !== undefined || !hasBodyOnTheWire(request)) return;
+  // null too: a parser that takes a content type without reading it (a plugin that leaves the
+  // parts to the handler) may leave that.
+  if ((request.body !== undefined && request.body !== null) || !hasBodyOnTheWire(request)) return;
   throw IdempotencyRejection.unfingerprintableRequest(
     'has a body that no parser read before the idempotency interceptor ran (a multipart upload ' +
       'parsed by an interceptor inside @Idempotent(), or a content type no body parser reads), ' +

@@ -229,6 +229,35 @@ describe('atomic transactions opened by the library (the default)', () => {
     expect(pool.totalCount - pool.idleCount).toBe(0);
   });
 
+  it('ends the whole transaction when the work fails inside a savepoint it left open', async () => {
+    const t = tag();
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    await expect(
+      BatchedTransaction.run(dataSource, { afterStart: [] }, async (transaction) => {
+        await transaction.manager.query(
+          `INSERT INTO library_test_effects (route, tag) VALUES ('left-open', $1)`,
+          [t],
+        );
+        // A nested transaction (a savepoint) the work opens and never ends.
+        await transaction.manager.queryRunner?.startTransaction();
+        throw new Error('the work fails');
+      }),
+    ).rejects.toThrow('the work fails');
+    expect(await effects(dataSource, t)).toEqual([]);
+    expect(pool.totalCount - pool.idleCount).toBe(0);
+    // The connection the pool hands out next (the one just released, if it kept it) is in no
+    // transaction: the insert above is not pending on it.
+    const next = await pool.connect();
+    try {
+      const { rows } = await next.query<{ xid: string | null }>(
+        'SELECT pg_current_xact_id_if_assigned()::text AS xid',
+      );
+      expect(rows).toEqual([{ xid: null }]);
+    } finally {
+      next.release();
+    }
+  });
+
   it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {
     await request(app.getHttpServer())
       .post('/widgets')

@@ -108,8 +108,11 @@ export class BatchedTransaction {
     // would do it, but without the four event broadcasts nobody hears (see `TransactionState`).
     const quiet = !hearsTransactionEvents(dataSource);
     let releasedLater = false;
+    // Set when the connection may still be inside a transaction: it must not go back to the pool.
+    let unusable: unknown;
+    let client: PostgresClient | undefined;
     try {
-      const client = (await queryRunner.connect()) as PostgresClient;
+      client = (await queryRunner.connect()) as PostgresClient;
       transaction.intercept(client);
       const afterStart: Batch = {
         statements: start.afterStart,
@@ -131,8 +134,13 @@ export class BatchedTransaction {
         // once the ROLLBACK is through (node-postgres runs a client's queries in order).
         releasedLater = true;
         void (quiet ? transaction.rollBackQuietly(client) : queryRunner.rollbackTransaction())
-          .catch((error: unknown) => logger.warn(`ROLLBACK failed: ${String(error)}`))
-          .then(() => queryRunner.release())
+          .then(
+            () => release(queryRunner),
+            (error: unknown) => {
+              logger.warn(`ROLLBACK failed: ${String(error)}`);
+              return release(queryRunner, error);
+            },
+          )
           .catch((error: unknown) =>
             logger.warn(`releasing the connection failed: ${String(error)}`),
           );
@@ -147,11 +155,14 @@ export class BatchedTransaction {
       return result;
     } catch (error) {
       // Also after a failed START batch or COMMIT batch: the transaction is open but aborted.
-      if (queryRunner.isTransactionActive)
-        await queryRunner.rollbackTransaction().catch(() => undefined);
+      if (queryRunner.isTransactionActive) {
+        await rollBackEverything(queryRunner, client).catch((rollbackError: unknown) => {
+          unusable = rollbackError;
+        });
+      }
       throw error;
     } finally {
-      if (!releasedLater) await queryRunner.release();
+      if (!releasedLater) await release(queryRunner, unusable);
     }
   }
 
@@ -323,6 +334,41 @@ interface TransactionState {
 
 function transactionState(queryRunner: QueryRunner): TransactionState {
   return queryRunner as unknown as TransactionState;
+}
+
+/**
+ * Ends the transaction at every depth: TypeORM's `rollbackTransaction` undoes one level, so a
+ * savepoint the handler opened and never closed (a query runner's nested `startTransaction`)
+ * would leave the transaction itself open. A plain ROLLBACK ends all of it.
+ */
+async function rollBackEverything(
+  queryRunner: QueryRunner,
+  client: PostgresClient | undefined,
+): Promise<void> {
+  if (transactionState(queryRunner).transactionDepth <= 1 || !client) {
+    await queryRunner.rollbackTransaction();
+    return;
+  }
+  await client.query('ROLLBACK');
+  ended(queryRunner);
+}
+
+/**
+ * Gives the connection back to the pool, or, when `unusable` says it may still be inside a
+ * transaction (its ROLLBACK failed), has the pool close it: TypeORM passes the error on to
+ * node-postgres's `release`, which destroys a client released with one.
+ */
+function release(queryRunner: QueryRunner, unusable?: unknown): Promise<void> {
+  // Not async: the usual release costs a create no promise of this function's own.
+  const destroyable = queryRunner as unknown as {
+    releasePostgresConnection?: (error?: unknown) => Promise<void>;
+  };
+  if (unusable === undefined || typeof destroyable.releasePostgresConnection !== 'function') {
+    return queryRunner.release();
+  }
+  return destroyable.releasePostgresConnection(
+    unusable instanceof Error ? unusable : new Error('ROLLBACK failed', { cause: unusable }),
+  );
 }
 
 /** The query runner's state after its COMMIT or ROLLBACK. */
