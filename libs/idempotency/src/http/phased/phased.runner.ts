@@ -109,10 +109,10 @@ export class PhasedRunner implements IdempotentRunner {
   ): Promise<LeaseOrReplay> {
     const { id, requestHash, route } = request;
     const ttlSeconds = route.ttlSeconds ?? this.options.ttlSeconds;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      let lease: LeaseClaim;
-      try {
-        lease = await this.leases.claimLease(
+    // The claim's and the expired row's removal's waits are bounded: past them, a 409.
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const lease: LeaseClaim = await this.leases.claimLease(
           id,
           requestHash,
           ttlSeconds,
@@ -120,28 +120,22 @@ export class PhasedRunner implements IdempotentRunner {
           owner,
           this.options.lockTimeoutMs,
         );
-      } catch (error) {
-        if (error instanceof ClaimConflictError)
-          throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
-        throw error;
-      }
-      if (lease.claimed) return { claimed: true, lease };
-      const existing = await this.keys.read(id);
-      if (!existing) continue;
-      const resolution = resolveExistingKey(
-        existing,
-        requestHash,
-        this.options.retryAfterSeconds,
-        (recorded) => this.sealer.openResponse(id, recorded),
-      );
-      if (resolution !== 'expired') return { claimed: false, replay: resolution };
-      try {
+        if (lease.claimed) return { claimed: true, lease };
+        const existing = await this.keys.read(id);
+        if (!existing) continue;
+        const resolution = resolveExistingKey(
+          existing,
+          requestHash,
+          this.options.retryAfterSeconds,
+          (recorded) => this.sealer.openResponse(id, recorded),
+        );
+        if (resolution !== 'expired') return { claimed: false, replay: resolution };
         await this.keys.deleteExpired(id, this.options.lockTimeoutMs);
-      } catch (error) {
-        if (error instanceof ClaimConflictError)
-          throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
-        throw error;
       }
+    } catch (error) {
+      if (error instanceof ClaimConflictError)
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds, error.lockTimeout);
+      throw error;
     }
     throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
   }

@@ -1,3 +1,4 @@
+import { errorText } from '../../shared/error-text';
 import {
   type CallHandler,
   type ExecutionContext,
@@ -122,7 +123,7 @@ export class InboxInterceptor implements NestInterceptor {
     } catch (countError) {
       // Cannot count (the database is down, most likely): retrying is the only safe move.
       this.logger.error(
-        `${consumer}: ${messageId} failed and its attempt could not be counted: ${describe(countError)}`,
+        `${consumer}: ${messageId} failed and its attempt could not be counted: ${errorText(countError)}`,
       );
       await this.report({ consumer, messageId, status: 'retried', headers });
       return this.tell('retry', consumer, () => delivery.retry());
@@ -132,12 +133,12 @@ export class InboxInterceptor implements NestInterceptor {
       return this.deadLetter(delivery, {
         code: 'max-attempts',
         consumer,
-        detail: `failed ${attempts} times; last error: ${describe(error)}`,
+        detail: `failed ${attempts} times; last error: ${errorText(error)}`,
         attempts,
       });
     }
     this.logger.warn(
-      `${consumer}: ${messageId} failed (attempt ${attempts} of ${maxAttempts}), retrying: ${describe(error)}`,
+      `${consumer}: ${messageId} failed (attempt ${attempts} of ${maxAttempts}), retrying: ${errorText(error)}`,
     );
     await sleep(Math.min(this.options.inbox.retryDelayMs * attempts, 10_000));
     await this.report({ consumer, messageId, status: 'retried', headers, attempts });
@@ -159,7 +160,7 @@ export class InboxInterceptor implements NestInterceptor {
     } catch (error) {
       // The copy did not reach the dead-letter queue: keep the original rather than lose it.
       this.logger.error(
-        `${reason.consumer}: dead-lettering failed, retrying instead: ${describe(error)}`,
+        `${reason.consumer}: dead-lettering failed, retrying instead: ${errorText(error)}`,
       );
       await this.report({ ...settlement, status: 'retried' });
       await this.tell('retry', reason.consumer, () => delivery.retry());
@@ -174,7 +175,7 @@ export class InboxInterceptor implements NestInterceptor {
         .markDeadLettered(reason.consumer, delivery.messageId)
         .catch((error: unknown) =>
           this.logger.warn(
-            `${reason.consumer}: the failures of ${delivery.messageId} stay counted: ${describe(error)}`,
+            `${reason.consumer}: the failures of ${delivery.messageId} stay counted: ${errorText(error)}`,
           ),
         );
     }
@@ -184,7 +185,7 @@ export class InboxInterceptor implements NestInterceptor {
     try {
       await this.options.inbox.onSettle?.(settlement);
     } catch (error) {
-      this.logger.error(`inbox.onSettle threw: ${describe(error)}`);
+      this.logger.error(`inbox.onSettle threw: ${errorText(error)}`);
     }
   }
 
@@ -198,14 +199,10 @@ export class InboxInterceptor implements NestInterceptor {
       await action();
     } catch (error) {
       this.logger.error(
-        `${consumer}: ${what} failed, the broker will deliver again: ${describe(error)}`,
+        `${consumer}: ${what} failed, the broker will deliver again: ${errorText(error)}`,
       );
     }
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,3 +1,4 @@
+import { errorText } from '../../shared/error-text';
 import { Inject, Injectable } from '@nestjs/common';
 import { Propagation } from '@nestjs-cls/transactional';
 import { bindCurrentOperation } from '../../shared/current-operation';
@@ -74,8 +75,7 @@ export class InboxService extends Inbox {
   }
 
   recordFailure(consumer: string, messageId: string, error: unknown): Promise<number> {
-    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    return this.store.recordFailure(consumer, messageId, text);
+    return this.store.recordFailure(consumer, messageId, errorText(error));
   }
 }
 

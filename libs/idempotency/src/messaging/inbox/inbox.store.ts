@@ -1,3 +1,4 @@
+import { errorText } from '../../shared/error-text';
 import { Injectable } from '@nestjs/common';
 import { Propagation } from '@nestjs-cls/transactional';
 import type { QueryRunner } from 'typeorm';
@@ -29,8 +30,8 @@ export class InboxStore {
    * primary key, not process memory, decides between racing consumers.
    *
    * The bound is for the claim alone: the handler that runs next gets the transaction's own
-   * `lock_timeout` back (`RESTORE_LOCK_TIMEOUT`). All three statements go in one round trip (the simple query protocol
-   * takes several, with their values inline).
+   * `lock_timeout` back (`RESTORE_LOCK_TIMEOUT`). All three statements go in one round trip
+   * (the simple query protocol takes several, with their values inline).
    */
   async claim(consumer: string, messageId: string, lockTimeoutMs: number): Promise<boolean> {
     const client = (await this.runner().connect()) as PostgresClient;
@@ -137,7 +138,7 @@ export class InboxStore {
           await runner.query('SELECT 1');
         } catch (error) {
           throw new Error(
-            `the handler went on after a failed statement (${describe(failure)}); PostgreSQL ` +
+            `the handler went on after a failed statement (${errorText(failure)}); PostgreSQL ` +
               `aborted its transaction, so nothing it wrote could commit`,
             { cause: error },
           );
@@ -185,8 +186,4 @@ export class InboxStore {
     }
     return runner;
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,3 +1,4 @@
+import { errorText } from '../../shared/error-text';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -100,7 +101,7 @@ export class OutboxRelayService
           sent.push(messages[i]);
           sentIds.push(rows[i].id);
         } else {
-          failures.push({ id: rows[i].id, error: describe(result.reason) });
+          failures.push({ id: rows[i].id, error: errorText(result.reason) });
         }
       });
       if (sent.length > 0) await onPublished?.(sent);
@@ -122,7 +123,7 @@ export class OutboxRelayService
         const result = await this.relayOnce();
         full = result.claimed === this.options.outbox.batchSize;
       } catch (error) {
-        this.logger.error(`relay batch failed: ${describe(error)}`);
+        this.logger.error(`relay batch failed: ${errorText(error)}`);
       }
       // A full batch means more may be due: go again at once; otherwise wait for the next poll.
       if (!full && this.running) await this.pause(this.options.outbox.pollIntervalMs);
@@ -143,8 +144,4 @@ export class OutboxRelayService
 
 function toMessage({ id: _id, ...message }: DueOutboxRow): OutboxMessage {
   return message;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
