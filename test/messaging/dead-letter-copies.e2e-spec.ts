@@ -26,6 +26,11 @@ const outboxMessage = (exchange: string) => ({
   attempts: 0,
 });
 
+/** The setups of the transport's publisher channel (amqp-connection-manager's own list). */
+function setupCount(transport: RabbitMqTransport): number {
+  return (transport as unknown as { channel: { _setups: unknown[] } }).channel._setups.length;
+}
+
 /**
  * The transport against the real broker where the broker's state moved under it: a dead-letter
  * queue deleted after the transport declared it, and a transport started again after close().
@@ -95,6 +100,17 @@ describeWithBroker('RabbitMqTransport: dead-letter copies and restarts', () => {
       const copy = await take(deadLetters);
       expect(copy.content.toString()).toBe('{"n":2}');
       channel.ack(copy);
+      // Gone and declared again twice more: the publisher channel keeps one setup for the queue
+      // (amqp-connection-manager's list, which every reconnect runs again), not one per return.
+      const setups = setupCount(transport);
+      for (let round = 3; round <= 4; round++) {
+        await channel.deleteQueue(deadLetters);
+        const again = await deliverNew(`{"n":${round}}`);
+        await expect(deadLetter(again)).rejects.toThrow(/is gone/);
+        await deadLetter(again);
+        channel.ack(await take(deadLetters));
+      }
+      expect(setupCount(transport)).toBe(setups);
     } finally {
       await transport.close();
       await channel.deleteQueue(source).catch(() => undefined);

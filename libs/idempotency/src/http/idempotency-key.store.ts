@@ -17,6 +17,7 @@ import type { KeyId } from './key-id';
 import { runKeyStatement } from './run-key-statement';
 import type { RecordedResponse } from './sealing/sealed-response';
 import type { SqlStatement } from '../shared/sql-literals';
+import { RESTORE_LOCK_TIMEOUT } from '../shared/lock-timeout';
 import { TransactionHostRef } from './transaction-host.ref';
 
 /**
@@ -25,6 +26,8 @@ import { TransactionHostRef } from './transaction-host.ref';
  * atomic mode uses it when it cannot batch them with START TRANSACTION and COMMIT (inside a
  * transaction someone else opened); both modes read and expire keys through it.
  */
+const RESTORE_STATEMENT: SqlStatement = { text: RESTORE_LOCK_TIMEOUT, values: [] };
+
 @Injectable()
 export class IdempotencyKeyStore {
   constructor(private readonly transactions: TransactionHostRef) {}
@@ -74,6 +77,11 @@ export class IdempotencyKeyStore {
   /** Marks where a stored failure rolls the handler's writes back to (`SAVEPOINT_STATEMENTS`). */
   async savepoint(): Promise<void> {
     await this.run(SAVEPOINT);
+  }
+
+  /** Gives the transaction back the `lock_timeout` a claim's bound replaced (`RESTORE_LOCK_TIMEOUT`). */
+  async restoreLockTimeout(): Promise<void> {
+    await this.run(RESTORE_STATEMENT);
   }
 
   async rollbackToSavepoint(): Promise<void> {

@@ -51,7 +51,10 @@ export class RabbitMqTransport implements MessagingTransport {
   private readonly logger = new Logger('RabbitMqTransport');
   private connection?: ConnectionManager;
   private channel?: ChannelWrapper;
+  /** Queues the publisher channel declares on every (re)connect (its topology, or `addSetup`). */
   private readonly declaredQueues = new Set<string>();
+  /** Of those, queues a dead-letter copy found gone: declared again before the next copy. */
+  private readonly goneQueues = new Set<string>();
   private lastChannelError?: string;
   /** Message ids of mandatory publishes the broker returned as unroutable, until their confirm. */
   private readonly returned = new Set<string>();
@@ -150,6 +153,7 @@ export class RabbitMqTransport implements MessagingTransport {
   /** The publisher channel: confirms on, topology declared on every (re)connect. */
   private openChannel(): ChannelWrapper {
     this.declaredQueues.clear();
+    this.goneQueues.clear();
     const wrapper = (this.connection as ConnectionManager).createChannel({
       json: false,
       confirm: true,
@@ -228,10 +232,15 @@ export class RabbitMqTransport implements MessagingTransport {
     reason: DeadLetterReason,
   ): Promise<void> {
     const channel = this.requireChannel();
+    // Publishing to a queue that does not exist is confirmed and dropped: declare it first. Its
+    // setup is added once per channel, so a queue that keeps going does not pile up setups.
     if (!this.declaredQueues.has(queue)) {
-      // Publishing to a queue that does not exist is confirmed and dropped: declare it first.
       await channel.addSetup((ch: ConfirmChannel) => ch.assertQueue(queue, { durable: true }));
       this.declaredQueues.add(queue);
+      this.goneQueues.delete(queue);
+    } else if (this.goneQueues.has(queue)) {
+      await channel.assertQueue(queue, { durable: true });
+      this.goneQueues.delete(queue);
     }
     const { fields, content } = message;
     // amqplib types a received message's properties as `any`; they are the publish options.
@@ -249,7 +258,7 @@ export class RabbitMqTransport implements MessagingTransport {
       this.pendingCopies.delete(copyId);
     }
     if (this.returned.delete(copyKey(copyId))) {
-      this.declaredQueues.delete(queue);
+      this.goneQueues.add(queue);
       throw new Error(
         `dead-letter queue "${queue}" is gone (deleted since it was declared): the copy came back; ` +
           'it is declared again at the next attempt',

@@ -1,6 +1,14 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
-import type { INestApplication } from '@nestjs/common';
+import type {
+  CallHandler,
+  ExecutionContext,
+  INestApplication,
+  NestInterceptor,
+} from '@nestjs/common';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
+import { from, lastValueFrom } from 'rxjs';
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { TestDatabase } from '../support/test-database';
@@ -123,5 +131,69 @@ describe('lock waits of a claim', () => {
     expect(prepared).toHaveLength(1);
     // And the one that is left still serves: a fresh key is claimed through it.
     expect((await post('/widgets', randomUUID(), `after-${key}`)).status).toBe(201);
+  });
+});
+
+/**
+ * An app's own transaction around each request, opened before the idempotency interceptor,
+ * which notes the `lock_timeout` that transaction has once the request is through.
+ */
+class TransactionNotingLockTimeout implements NestInterceptor {
+  readonly seen = new Map<string, string>();
+
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  intercept(context: ExecutionContext, next: CallHandler) {
+    const key = String(context.switchToHttp().getRequest().headers['idempotency-key']);
+    return from(
+      this.txHost.withTransaction(async () => {
+        try {
+          return await lastValueFrom(next.handle(), { defaultValue: undefined });
+        } finally {
+          const [row] = await this.txHost.tx.query('SHOW lock_timeout');
+          this.seen.set(key, row.lock_timeout);
+        }
+      }),
+    );
+  }
+}
+
+describe("lock waits of a claim inside the app's own transaction", () => {
+  let app: INestApplication;
+  let noting: TransactionNotingLockTimeout;
+
+  beforeAll(async () => {
+    ({ app } = await createLibraryApp(
+      IdempotencyModule.forRoot({
+        lockTimeoutMs: LOCK_TIMEOUT_MS,
+        replayCache: false,
+        cleanup: false,
+      }),
+      (nest) => {
+        noting = new TransactionNotingLockTimeout(nest.get(TransactionHost));
+        nest.useGlobalInterceptors(noting);
+      },
+    ));
+  });
+
+  afterAll(() => app.close());
+
+  const post = (key: string, tag: string) =>
+    request(app.getHttpServer()).post('/widgets').set('idempotency-key', key).send({ tag });
+
+  it("gives the app's transaction its lock_timeout back after a create, a replay and a 422", async () => {
+    const [{ lock_timeout: before }] = await app
+      .get(TransactionHost<TransactionalAdapterTypeOrm>)
+      .tx.query('SHOW lock_timeout');
+    const key = randomUUID();
+    const tag = `joined-${key}`;
+    expect((await post(key, tag)).status).toBe(201);
+    expect(noting.seen.get(key)).toBe(before);
+    noting.seen.delete(key);
+    expect((await post(key, tag)).status).toBe(201);
+    expect(noting.seen.get(key)).toBe(before);
+    noting.seen.delete(key);
+    expect((await post(key, `other-${tag}`)).status).toBe(422);
+    expect(noting.seen.get(key)).toBe(before);
   });
 });

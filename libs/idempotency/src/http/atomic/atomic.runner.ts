@@ -41,7 +41,15 @@ interface ClaimedTransaction {
   record(response: StoredResponse): Promise<void> | undefined;
   /** The claim found the key's committed outcome, having written nothing: no need to commit. */
   foundOutcome?(): void;
+  /**
+   * The claim ended without the key (a replay or a rejection) in a transaction that goes on
+   * after the request: it gets back the `lock_timeout` the claim's bound replaced.
+   */
+  unclaimed?(): Promise<void>;
 }
+
+/** The key claimed (its generation, and whether the savepoint came with it), or a replay. */
+type ClaimOutcome = StoredReplay | { generation: string; savepointTaken: boolean };
 
 /**
  * The default mode: claim, handler writes and recorded response in ONE transaction. There is
@@ -104,6 +112,7 @@ export class AtomicRunner implements IdempotentRunner {
             this.store.claim(id, requestHash, this.ttlSeconds(request), this.options.lockTimeoutMs),
           savepointTaken: false,
           record: (response) => this.store.record(id, this.sealer.sealResponse(id, response)),
+          unclaimed: () => this.store.restoreLockTimeout(),
         }),
       );
     }
@@ -151,7 +160,7 @@ export class AtomicRunner implements IdempotentRunner {
     // The usual case, the key claimed by the statement sent with START TRANSACTION: no await.
     const claim =
       first instanceof Promise || !first.claimed
-        ? await this.claim(request, transaction, first)
+        ? await this.claimOrLeave(request, transaction, first)
         : { generation: first.generation, savepointTaken: transaction.savepointTaken };
     if ('response' in claim) return { kind: 'replayed', ...claim };
     // Lets the outbox derive stable message ids from this claim of the key (Outbox.publish).
@@ -175,12 +184,30 @@ export class AtomicRunner implements IdempotentRunner {
     return { kind: 'executed', response, failed };
   }
 
+  /** `claim`, then `unclaimed` when it replays or rejects (the transaction is still usable then). */
+  private async claimOrLeave(
+    request: IdempotentRequest,
+    transaction: ClaimedTransaction,
+    firstClaim: ClaimResult | Promise<ClaimResult>,
+  ): Promise<ClaimOutcome> {
+    if (!transaction.unclaimed) return this.claim(request, transaction, firstClaim);
+    let claim: ClaimOutcome;
+    try {
+      claim = await this.claim(request, transaction, firstClaim);
+    } catch (error) {
+      if (error instanceof IdempotencyRejection) await transaction.unclaimed();
+      throw error;
+    }
+    if ('response' in claim) await transaction.unclaimed();
+    return claim;
+  }
+
   /** Claims the key (its generation) or returns the response to replay; throws rejections. */
   private async claim(
     request: IdempotentRequest,
     transaction: ClaimedTransaction,
     firstClaim: ClaimResult | Promise<ClaimResult>,
-  ): Promise<StoredReplay | { generation: string; savepointTaken: boolean }> {
+  ): Promise<ClaimOutcome> {
     const { id, requestHash } = request;
     let result = await firstClaim;
     for (let attempt = 0; ; attempt++) {
