@@ -52,4 +52,20 @@ describe('PeriodicTask with drainInBatches', () => {
       batches: 0,
     });
   });
+
+  it('refuses a batch size or a batch count that would never end the loop, before any batch', async () => {
+    let batches = 0;
+    const batch = () => Promise.resolve(++batches && 0);
+    for (const size of [0, -1, 1.5, Number.NaN]) {
+      await expect(drainInBatches(batch, size)).rejects.toThrow(
+        /batchSize must be a positive integer/,
+      );
+    }
+    for (const count of [0, -2, 2.5]) {
+      await expect(drainInBatches(batch, 10, count)).rejects.toThrow(
+        /maxBatches must be a positive integer/,
+      );
+    }
+    expect(batches).toBe(0);
+  });
 });

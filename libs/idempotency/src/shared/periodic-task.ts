@@ -44,6 +44,16 @@ export async function drainInBatches(
   maxBatches = Number.POSITIVE_INFINITY,
   signal?: AbortSignal,
 ): Promise<{ removed: number; batches: number }> {
+  // A batch size of 0 would never remove fewer than it may: the loop would not end.
+  if (!Number.isInteger(batchSize) || batchSize <= 0) {
+    throw new RangeError(`batchSize must be a positive integer, got ${String(batchSize)}`);
+  }
+  if (!(
+    maxBatches === Number.POSITIVE_INFINITY ||
+    (Number.isInteger(maxBatches) && maxBatches > 0)
+  )) {
+    throw new RangeError(`maxBatches must be a positive integer, got ${String(maxBatches)}`);
+  }
   let removed = 0;
   let batches = 0;
   while (batches < maxBatches && !signal?.aborted) {

@@ -19,6 +19,7 @@ import { Socket } from 'node:net';
 import { CoalescedWrites } from '../../src/http/atomic/coalesced-writes';
 import { createLibraryApp } from './library-app';
 import { nextClaim } from '../support/next-claim';
+import { TransactionPerRequest } from '../support/transaction-per-request';
 import type { InfrastructureOptions } from '../support/library-infrastructure';
 
 /**
@@ -119,18 +120,6 @@ async function duplicateMeetsRunningTwin(
   expect(await effects(dataSource, t)).toEqual(['slow']);
   const later = await send().expect(201);
   expect(later.text).toBe(original?.text);
-}
-
-/** A user's own transaction around every request, opened before the idempotency interceptor. */
-@Injectable()
-class TransactionPerRequest implements NestInterceptor {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return from(
-      this.txHost.withTransaction(() => lastValueFrom(next.handle(), { defaultValue: undefined })),
-    );
-  }
 }
 
 describe('atomic transactions opened by the library (the default)', () => {

@@ -5,14 +5,20 @@ import type { IdempotencyEvents } from '../events/idempotency-events';
 import { bindCurrentOperation } from '../../shared/current-operation';
 import type { KeyId } from '../key-id';
 import { LeaseLostError } from './lease-lost.error';
+import { PhasedInTransactionError } from './phased-in-transaction.error';
 import type { LeaseStore } from './lease.store';
+
+/**
+ * The header `phases.fetch` sends the child key in: the one payment APIs read (Stripe, Adyen,
+ * the IETF draft), whatever header this app takes its own keys in (`headerName`).
+ */
+const CHILD_KEY_HEADER = 'Idempotency-Key';
 
 /** What a phased request needs to record its recovery points. */
 export interface PhasesContext {
   id: KeyId;
   owner: string;
   leaseSeconds: number;
-  childKeyHeader: string;
   /** This claim of the key; part of every child key, see `childKey`. */
   generation: string;
   recoveryPoint: string | null;
@@ -87,18 +93,23 @@ export abstract class IdempotentPhases {
    */
   abstract childKey(step: string): string;
 
-  /** `fetch` that sends `childKey(step)` as the downstream idempotency key (never ours). */
+  /**
+   * `fetch` that sends `childKey(step)` in the `Idempotency-Key` header (never the client's own
+   * key), whatever `headerName` this app reads its keys from. For a service that wants its key
+   * in another header, call `fetch` yourself with `childKey(step)` in that header.
+   */
   abstract fetch(step: string, url: string | URL, init?: PhaseFetchInit): Promise<Response>;
 }
 
 /** The phases of one attempt, under its lease: the phased runner makes one per request. */
 export class LeasedPhases extends IdempotentPhases {
-  private readonly committed: Record<string, unknown>;
+  /** A Map: a step may be named as any property of an object (`constructor`, `__proto__`). */
+  private readonly committed: Map<string, unknown>;
   private lastPoint: string | null;
 
   constructor(private readonly context: PhasesContext) {
     super();
-    this.committed = { ...context.stepState };
+    this.committed = new Map(Object.entries(context.stepState));
     this.lastPoint = context.recoveryPoint;
   }
 
@@ -111,7 +122,7 @@ export class LeasedPhases extends IdempotentPhases {
   }
 
   async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
-    if (name in this.committed) return this.committed[name] as T;
+    if (this.committed.has(name)) return this.committed.get(name) as T;
     const recorded = await this.context.txHost.withTransaction(async () => {
       // Lets the outbox derive stable message ids from this key (see Outbox.publish).
       bindCurrentOperation({
@@ -131,7 +142,12 @@ export class LeasedPhases extends IdempotentPhases {
     work: () => Promise<T>,
     options: ExternalStepOptions<T> = {},
   ): Promise<T> {
-    if (name in this.committed) return this.committed[name] as T;
+    if (this.committed.has(name)) return this.committed.get(name) as T;
+    // The start must be committed before the call: inside the handler's own transaction it
+    // would not be, and a rollback would forget a call that happened.
+    if (this.context.txHost.isTransactionActive()) {
+      throw new PhasedInTransactionError(`phases.external('${name}')`);
+    }
     if (this.context.startedSteps.includes(name)) {
       const found = await this.settleUncertain(name, options.reconcile);
       if (found) return this.remember(name, found.value) as T;
@@ -154,7 +170,7 @@ export class LeasedPhases extends IdempotentPhases {
   fetch(step: string, url: string | URL, init: PhaseFetchInit = {}): Promise<Response> {
     const { timeoutMs, ...requestInit } = init;
     const headers = new Headers(requestInit.headers);
-    headers.set(this.context.childKeyHeader, this.childKey(step));
+    headers.set(CHILD_KEY_HEADER, this.childKey(step));
     const signals = [
       requestInit.signal,
       timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs),
@@ -193,7 +209,7 @@ export class LeasedPhases extends IdempotentPhases {
   }
 
   private remember(name: string, value: unknown): unknown {
-    this.committed[name] = value;
+    this.committed.set(name, value);
     this.lastPoint = name;
     return value;
   }

@@ -185,8 +185,10 @@ export function fencedUpdateApplied(rows: unknown[]): boolean {
 /** Ends the lease now, so a retry after a transient failure resumes at once. */
 export function releaseLeaseStatement(id: KeyId, owner: string): SqlStatement {
   return {
-    text: `UPDATE idempotency_keys SET locked_until = now(), updated_at = now()
+    text: countingUpdated(
+      `UPDATE idempotency_keys SET locked_until = now(), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
+    ),
     values: [...keyValues(id), owner],
   };
 }

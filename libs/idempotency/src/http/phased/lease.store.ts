@@ -97,8 +97,9 @@ export class LeaseStore {
     );
   }
 
-  async releaseLease(id: KeyId, owner: string): Promise<void> {
-    await this.run(releaseLeaseStatement(id, owner));
+  /** False when another attempt took the key over (there was no lease of this one to end). */
+  async releaseLease(id: KeyId, owner: string): Promise<boolean> {
+    return fencedUpdateApplied(await this.run(releaseLeaseStatement(id, owner)));
   }
 
   private run(statement: SqlStatement): Promise<unknown[]> {

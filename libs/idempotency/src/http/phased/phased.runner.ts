@@ -9,12 +9,13 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { IdempotencyRejection } from '../idempotency.errors';
 import { IdempotencyKeyStore } from '../idempotency-key.store';
 import type { IdempotentRequest, IdempotentRunner, Outcome } from '../idempotent-request';
-import { ClaimConflictError } from '../../shared/postgres-errors';
+import { ClaimConflictError, isSerializationFailure } from '../../shared/postgres-errors';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { type IdempotentPhases, LeasedPhases } from './idempotent-phases';
 import { LeaseLostError } from './lease-lost.error';
 import type { LeaseClaim } from './lease.statements';
 import { LeaseStore } from './lease.store';
+import { PhasedInTransactionError } from './phased-in-transaction.error';
 import { PHASES } from './phases.decorator';
 import { RecordSealer } from '../sealing/record-sealer';
 import { debugEnabled } from '../../shared/debug-enabled';
@@ -44,6 +45,9 @@ export class PhasedRunner implements IdempotentRunner {
 
   async run(request: IdempotentRequest): Promise<Outcome> {
     const { id, route } = request;
+    if (this.transactions.host.isTransactionActive()) {
+      throw new PhasedInTransactionError(`phased request ${request.label}`);
+    }
     const owner = randomUUID();
     const leaseSeconds = route.leaseSeconds ?? this.options.leaseSeconds;
     const claimStarted = performance.now();
@@ -65,7 +69,6 @@ export class PhasedRunner implements IdempotentRunner {
       id,
       owner,
       leaseSeconds,
-      childKeyHeader: this.options.headerName,
       generation: claim.lease.generation,
       recoveryPoint: claim.lease.recoveryPoint,
       stepState: claim.lease.stepState,
@@ -90,11 +93,18 @@ export class PhasedRunner implements IdempotentRunner {
       }
       // Transient (or not stored): the recovery points stay, the lease ends now, so the
       // client's retry resumes at once instead of waiting for the lease to run out.
-      await this.leases.releaseLease(id, owner).catch((releaseError: unknown) => {
+      const released = await this.leases.releaseLease(id, owner).catch((releaseError: unknown) => {
         this.logger.warn(
           `key ${request.label}: could not release the lease (${String(releaseError)})`,
         );
+        return undefined;
       });
+      // Under REPEATABLE READ or SERIALIZABLE a fenced write meets the takeover's update of the
+      // row as a serialization failure, not as a row it did not match: the lease was lost.
+      if (released === false && isSerializationFailure(error)) {
+        this.logger.warn(`key ${request.label}: lease lost; another attempt owns it now`);
+        throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
+      }
       if (debugEnabled(this.logger)) {
         this.logger.debug(`key ${request.label} released its lease after a failure`);
       }
