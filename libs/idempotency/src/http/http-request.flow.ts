@@ -195,6 +195,13 @@ function removeHeader(response: unknown, raw: ServerResponse | undefined, name: 
   if (typeof reply?.removeHeader === 'function') reply.removeHeader(name);
 }
 
+/**
+ * Sets a stored header as it is. An array (Set-Cookie) goes as a copy: Node and Fastify keep the
+ * array they are given, and cookie code that runs later (a session's cookie, `@fastify/cookie`)
+ * pushes onto it, which would grow the replay cache's entry with every answer. Fastify's
+ * `reply.header` appends to a Set-Cookie already set (the handler's own, on the first answer),
+ * so the header is removed first.
+ */
 function setHeader(
   adapter: HttpAdapterHost['httpAdapter'],
   response: unknown,
@@ -202,6 +209,11 @@ function setHeader(
   name: string,
   value: string | string[],
 ): void {
-  if (raw) raw.setHeader(name, value);
-  else adapter.setHeader(response, name, value as string);
+  const own = Array.isArray(value) ? [...value] : value;
+  if (raw) {
+    raw.setHeader(name, own);
+    return;
+  }
+  removeHeader(response, raw, name);
+  adapter.setHeader(response, name, own as string);
 }
