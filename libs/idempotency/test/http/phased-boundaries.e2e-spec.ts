@@ -4,6 +4,7 @@ import {
   GatewayTimeoutException,
   Headers,
   type INestApplication,
+  Injectable,
   Post,
   ValidationPipe,
 } from '@nestjs/common';
@@ -12,6 +13,8 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { IsString } from 'class-validator';
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   Idempotent,
   IdempotencyModule,
@@ -37,6 +40,67 @@ class ReferenceDto {
   reference: string;
 }
 
+interface ProcessedCharge {
+  id: string;
+  reference: string;
+}
+
+const PROCESSOR_SETTLES_SECONDS = 2;
+
+/**
+ * A processor that ignores idempotency keys and carries out its first charge `firstChargeMs`
+ * after the request, whether or not its client is still waiting.
+ */
+async function startSlowProcessor(firstChargeMs: number) {
+  const charges: ProcessedCharge[] = [];
+  let posts = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const { reference } = JSON.parse(Buffer.concat(chunks).toString()) as ProcessedCharge;
+      setTimeout(
+        () => {
+          const charged = { id: `ch_${randomUUID()}`, reference };
+          charges.push(charged);
+          if (!res.destroyed) {
+            res.writeHead(201, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(charged));
+          }
+        },
+        posts++ === 0 ? firstChargeMs : 0,
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    charges,
+    find: (reference: string) => charges.find((charged) => charged.reference === reference),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+let slowProcessor: Awaited<ReturnType<typeof startSlowProcessor>>;
+
+/** The slow processor's client: a charge we stop waiting for after 200 ms, and a lookup. */
+@Injectable()
+class SlowProcessorClient {
+  async charge(phases: IdempotentPhases, reference: string): Promise<ProcessedCharge> {
+    const res = await phases.fetch('charge-card', `${slowProcessor.url}/charges`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ reference }),
+      timeoutMs: 200,
+    });
+    return (await res.json()) as ProcessedCharge;
+  }
+
+  findCharge(reference: string): Promise<ProcessedCharge | undefined> {
+    return Promise.resolve(slowProcessor.find(reference));
+  }
+}
+
 /** One charge at the recorder, which deduplicates by `Idempotency-Key` (no key: a 400). */
 async function charge(phases: IdempotentPhases, reference: string): Promise<string> {
   const res = await phases.fetch('charge-card', `${providerUrl}/charges`, {
@@ -52,7 +116,7 @@ async function charge(phases: IdempotentPhases, reference: string): Promise<stri
 class BoundariesController {
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    private readonly dataSource: DataSource,
+    private readonly processor: SlowProcessorClient,
   ) {}
 
   @Post('charge')
@@ -78,6 +142,17 @@ class BoundariesController {
     return this.txHost.withTransaction(() =>
       phases.external('charge', () => charge(phases, body.reference)),
     );
+  }
+
+  // The package README's example (a call that may still land after a timeout), as written there.
+  @Post('charge-slow-processor')
+  @Idempotent({ phased: true })
+  chargeSlowProcessor(@Body() dto: ReferenceDto, @Phases() phases: IdempotentPhases) {
+    return phases.external('charge', () => this.processor.charge(phases, dto.reference), {
+      reconcile: () => this.processor.findCharge(dto.reference),
+      // The processor may still carry out a charge this long after our call timed out.
+      inFlightSeconds: PROCESSOR_SETTLES_SECONDS,
+    });
   }
 
   /** A phase that takes `x-sleep` ms after its write: a lease of 1 s runs out meanwhile. */
@@ -106,6 +181,7 @@ async function phasedApp(
   const moduleRef = await Test.createTestingModule({
     imports: [...libraryInfrastructure(infrastructure), IdempotencyModule.forRoot(module)],
     controllers: [BoundariesController],
+    providers: [SlowProcessorClient],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   app.useGlobalPipes(new ValidationPipe({ transform: true }));
@@ -137,8 +213,12 @@ describe('phased mode at its boundaries', () => {
   beforeAll(async () => {
     provider = await startChargeRecorder();
     providerUrl = provider.url;
+    slowProcessor = await startSlowProcessor(1000);
   });
-  afterAll(() => provider.close());
+  afterAll(async () => {
+    await provider.close();
+    await slowProcessor.close();
+  });
 
   describe("inside the app's own transaction", () => {
     let app: INestApplication;
@@ -184,6 +264,39 @@ describe('phased mode at its boundaries', () => {
         started_steps: null,
         lease_over: true,
       });
+    });
+  });
+
+  describe('a step whose call may still land after a timeout (inFlightSeconds)', () => {
+    let app: INestApplication;
+    let dataSource: DataSource;
+    beforeAll(async () => {
+      ({ app, dataSource } = await phasedApp({ replayCache: false }));
+    });
+    afterAll(() => app.close());
+
+    it('keeps the lease that long: a retry reconciles only once the call could land, one charge', async () => {
+      const key = randomUUID();
+      const reference = `in-flight-${key}`;
+      const post = () =>
+        request(app.getHttpServer())
+          .post('/boundaries/charge-slow-processor')
+          .set('idempotency-key', key)
+          .send({ reference });
+      expect((await post()).status).toBe(500); // the timeout: the charge is still on its way
+      const failed = performance.now();
+      expect(await keyRow(dataSource, key)).toMatchObject({ lease_over: false });
+      // At once, as a client retries: the lease holds, so nothing reconciles too early.
+      const early = await post();
+      expect(early.status).toBe(409);
+      expect(Number(early.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(early.headers['retry-after'])).toBeLessThanOrEqual(PROCESSOR_SETTLES_SECONDS);
+      await sleep(PROCESSOR_SETTLES_SECONDS * 1000 - (performance.now() - failed) + 200);
+      const late = await post();
+      expect(late.status).toBe(201);
+      const charges = slowProcessor.charges.filter((charged) => charged.reference === reference);
+      expect(charges).toHaveLength(1);
+      expect(late.body).toEqual(charges[0]);
     });
   });
 

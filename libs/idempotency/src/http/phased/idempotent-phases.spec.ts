@@ -59,4 +59,27 @@ describe('LeasedPhases', () => {
       await phases.external('__proto__', () => Promise.reject(new Error('ran again'))),
     ).toEqual({ charged: 'earlier' });
   });
+
+  it('holds the lease after a failure for the longest inFlightSeconds of the calls it left uncertain', async () => {
+    const { phases } = firstAttempt();
+    await phases.external('recorded', () => Promise.resolve(1), { inFlightSeconds: 30 });
+    expect(phases.leaseHoldSeconds).toBe(0);
+    const failing = (name: string, inFlightSeconds?: number) =>
+      phases
+        .external(name, () => Promise.reject(new Error('timed out')), { inFlightSeconds })
+        .catch(() => undefined);
+    await Promise.all([failing('first', 5), failing('second', 12), failing('third')]);
+    expect(phases.leaseHoldSeconds).toBe(12);
+  });
+
+  it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])(
+    'refuses inFlightSeconds %s before the step starts',
+    async (inFlightSeconds) => {
+      const { phases, recorded } = firstAttempt();
+      await expect(
+        phases.external('charge', () => Promise.resolve(1), { inFlightSeconds }),
+      ).rejects.toThrow(/inFlightSeconds must be/);
+      expect(recorded).toEqual([]);
+    },
+  );
 });

@@ -48,6 +48,14 @@ export interface ExternalStepOptions<T> {
    * system ignores idempotency keys; a throw fails the attempt as a transient failure.
    */
   reconcile?: () => Promise<T | undefined>;
+  /**
+   * How long the other system may still carry out a call this attempt gave up on (a timeout, a
+   * lost connection). After a failure that leaves this step uncertain, the lease is kept this
+   * many seconds instead of ending at once: a retry meanwhile gets 409 with `Retry-After`, so it
+   * reconciles (or calls again) only once a call still in flight would have landed. Give it
+   * with `reconcile`, above the other system's longest processing time. Default 0.
+   */
+  inFlightSeconds?: number;
 }
 
 /**
@@ -106,6 +114,8 @@ export class LeasedPhases extends IdempotentPhases {
   /** A Map: a step may be named as any property of an object (`constructor`, `__proto__`). */
   private readonly committed: Map<string, unknown>;
   private lastPoint: string | null;
+  /** External steps whose call was made and whose result is not recorded: their `inFlightSeconds`. */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(private readonly context: PhasesContext) {
     super();
@@ -119,6 +129,16 @@ export class LeasedPhases extends IdempotentPhases {
 
   get resumed(): boolean {
     return this.context.recoveryPoint !== null;
+  }
+
+  /**
+   * How long the lease must outlive a failure of this attempt: the longest `inFlightSeconds` of
+   * the external steps it left uncertain (0 when it left none).
+   */
+  get leaseHoldSeconds(): number {
+    let seconds = 0;
+    for (const held of this.inFlight.values()) seconds = Math.max(seconds, held);
+    return seconds;
   }
 
   async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -143,6 +163,12 @@ export class LeasedPhases extends IdempotentPhases {
     options: ExternalStepOptions<T> = {},
   ): Promise<T> {
     if (this.committed.has(name)) return this.committed.get(name) as T;
+    const inFlightSeconds = options.inFlightSeconds ?? 0;
+    if (!Number.isFinite(inFlightSeconds) || inFlightSeconds < 0) {
+      throw new RangeError(
+        `phases.external('${name}'): inFlightSeconds must be a number of seconds, 0 or more`,
+      );
+    }
     // The start must be committed before the call: inside the handler's own transaction it
     // would not be, and a rollback would forget a call that happened.
     if (this.context.txHost.isTransactionActive()) {
@@ -157,8 +183,10 @@ export class LeasedPhases extends IdempotentPhases {
     const { leases, id, owner, leaseSeconds } = this.context;
     if (!(await leases.recordStepStart(id, owner, name, leaseSeconds)))
       throw new LeaseLostError(name);
+    this.inFlight.set(name, inFlightSeconds);
     const value = toJson(await work());
     await this.record(name, value);
+    this.inFlight.delete(name);
     return this.remember(name, value) as T;
   }
 

@@ -182,14 +182,18 @@ export function fencedUpdateApplied(rows: unknown[]): boolean {
   return (rows[0] as { updated: string } | undefined)?.updated === '1';
 }
 
-/** Ends the lease now, so a retry after a transient failure resumes at once. */
-export function releaseLeaseStatement(id: KeyId, owner: string): SqlStatement {
+/**
+ * Ends the lease `holdSeconds` from now (0: at once, so a retry after a transient failure
+ * resumes at once; more while a call this attempt gave up on may still land).
+ */
+export function releaseLeaseStatement(id: KeyId, owner: string, holdSeconds = 0): SqlStatement {
   return {
     text: countingUpdated(
-      `UPDATE idempotency_keys SET locked_until = now(), updated_at = now()
+      `UPDATE idempotency_keys
+          SET locked_until = now() + make_interval(secs => $5), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
-    values: [...keyValues(id), owner],
+    values: [...keyValues(id), owner, holdSeconds],
   };
 }
 

@@ -97,9 +97,12 @@ export class LeaseStore {
     );
   }
 
-  /** False when another attempt took the key over (there was no lease of this one to end). */
-  async releaseLease(id: KeyId, owner: string): Promise<boolean> {
-    return fencedUpdateApplied(await this.run(releaseLeaseStatement(id, owner)));
+  /**
+   * Ends this attempt's lease `holdSeconds` from now (`releaseLeaseStatement`). False when
+   * another attempt took the key over (there was no lease of this one to end).
+   */
+  async releaseLease(id: KeyId, owner: string, holdSeconds = 0): Promise<boolean> {
+    return fencedUpdateApplied(await this.run(releaseLeaseStatement(id, owner, holdSeconds)));
   }
 
   private run(statement: SqlStatement): Promise<unknown[]> {

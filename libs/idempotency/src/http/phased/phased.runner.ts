@@ -92,13 +92,17 @@ export class PhasedRunner implements IdempotentRunner {
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
       }
       // Transient (or not stored): the recovery points stay, the lease ends now, so the
-      // client's retry resumes at once instead of waiting for the lease to run out.
-      const released = await this.leases.releaseLease(id, owner).catch((releaseError: unknown) => {
-        this.logger.warn(
-          `key ${request.label}: could not release the lease (${String(releaseError)})`,
-        );
-        return undefined;
-      });
+      // client's retry resumes at once instead of waiting for the lease to run out; or later,
+      // when a step's call this attempt gave up on may still land (`inFlightSeconds`).
+      const holdSeconds = phases.leaseHoldSeconds;
+      const released = await this.leases
+        .releaseLease(id, owner, holdSeconds)
+        .catch((releaseError: unknown) => {
+          this.logger.warn(
+            `key ${request.label}: could not release the lease (${String(releaseError)})`,
+          );
+          return undefined;
+        });
       // Under REPEATABLE READ or SERIALIZABLE a fenced write meets the takeover's update of the
       // row as a serialization failure, not as a row it did not match: the lease was lost.
       if (released === false && isSerializationFailure(error)) {
@@ -106,7 +110,11 @@ export class PhasedRunner implements IdempotentRunner {
         throw IdempotencyRejection.keyInUse(this.options.retryAfterSeconds);
       }
       if (debugEnabled(this.logger)) {
-        this.logger.debug(`key ${request.label} released its lease after a failure`);
+        this.logger.debug(
+          holdSeconds > 0
+            ? `key ${request.label} keeps its lease ${holdSeconds} s after a failure: a call may still land`
+            : `key ${request.label} released its lease after a failure`,
+        );
       }
       throw error;
     }
