@@ -446,3 +446,32 @@ describe('verbatimRequest', () => {
     expect(verbatimRequest({ ...base, body: deep })).toBeUndefined();
   });
 });
+
+/**
+ * What GraphQL variables can hold and a JSON body cannot: a custom scalar's value. The GraphQL
+ * path fingerprints them with `canonicalJson`.
+ */
+describe('canonicalJson of values only a GraphQL scalar gives', () => {
+  it.each([
+    ['an upload scalar’s promise', { file: Promise.resolve({ filename: 'a.pdf' }) }],
+    ['a thenable', { file: { then: () => undefined } }],
+    ['a Map', { tags: new Map([['a', 1]]) }],
+    ['a Set', { tags: [new Set([1, 2])] }],
+  ])('rejects %s with the 400 rejection: its content would not count', (_case, variables) => {
+    const rejection = rejectionOf(() => canonicalJson({ variables }));
+    expect(rejection.reason).toBe('unfingerprintable_request');
+  });
+
+  it('fingerprints a BigInt by its value, wherever it is', () => {
+    const text = canonicalJson({ amount: 12345678901234567890n, legs: [{ cents: -5n }] });
+    expect(text).toBe('{"amount":"12345678901234567890","legs":[{"cents":"-5"}]}');
+    expect(canonicalJson({ amount: 12345678901234567891n })).not.toBe(
+      canonicalJson({ amount: 12345678901234567890n }),
+    );
+    // The copy keeps a __proto__ key as an own key, and follows toJSON as canonicalize does.
+    const withProto = JSON.parse('{"__proto__": {"n": 1}}') as Record<string, unknown>;
+    expect(canonicalJson({ b: 1n, withProto, at: new Date(0) })).toBe(
+      '{"at":"1970-01-01T00:00:00.000Z","b":"1","withProto":{"__proto__":{"n":1}}}',
+    );
+  });
+});

@@ -26,6 +26,8 @@ export interface FingerprintInput {
 /** Keys `assertFingerprintable` reports, as bits: class-transformer drops both kinds. */
 export const PROTO_KEY = 1;
 export const CONSTRUCTOR_KEY = 2;
+/** A BigInt on the way (a GraphQL scalar's value): canonical JSON gets its decimal text. */
+export const BIGINT_VALUE = 4;
 
 /**
  * Walks `root` as `canonicalize` will serialise it, without recursion, and throws the 400
@@ -40,26 +42,27 @@ export function assertFingerprintable(root: unknown, maxDepth: number): number {
   // checked where they are met and never queued: most of a body is scalars.
   const pending: object[] = [];
   const levels: number[] = [];
-  visit(root, 1, pending, levels);
+  keys |= visit(root, 1, pending, levels);
   while (pending.length > 0) {
     const value = pending.pop() as object;
     const level = levels.pop() as number;
     if (level > maxDepth) throw tooDeep();
     if (Array.isArray(value)) {
-      for (const item of value) visit(item, level + 1, pending, levels);
+      for (const item of value) keys |= visit(item, level + 1, pending, levels);
     } else {
       const object = value as Record<string, unknown>;
       for (const key of Object.keys(object)) {
         if (key === '__proto__') keys |= PROTO_KEY;
         else if (key === 'constructor') keys |= CONSTRUCTOR_KEY;
-        visit(object[key], level + 1, pending, levels);
+        keys |= visit(object[key], level + 1, pending, levels);
       }
     }
   }
   return keys;
 }
 
-function visit(value: unknown, level: number, pending: object[], levels: number[]): void {
+/** Queues a container, checks a scalar; returns `BIGINT_VALUE` for a BigInt, else 0. */
+function visit(value: unknown, level: number, pending: object[], levels: number[]): number {
   // canonicalize serialises what toJSON returns (a Date's string): so does this walk. The hops
   // are bounded: a toJSON that returns its own object must not loop for ever.
   let hops = 0;
@@ -72,13 +75,29 @@ function visit(value: unknown, level: number, pending: object[], levels: number[
     value = (value as { toJSON(): unknown }).toJSON();
   }
   if (typeof value === 'object' && value !== null) {
+    // JSON would see none of their content: two requests with different files, or different
+    // entries, would be "the same". A JSON body never holds them; GraphQL variables can (an
+    // upload scalar's promise, a scalar that parses to a Map or a Set).
+    if (typeof (value as { then?: unknown }).then === 'function') {
+      throw IdempotencyRejection.unfingerprintableRequest(
+        'holds a promise (a file upload?), whose content cannot be fingerprinted before it is read',
+      );
+    }
+    if (value instanceof Map || value instanceof Set) {
+      throw IdempotencyRejection.unfingerprintableRequest(
+        `holds a ${value instanceof Map ? 'Map' : 'Set'}, which JSON cannot represent`,
+      );
+    }
     pending.push(value);
     levels.push(level);
   } else if (typeof value === 'number' && !Number.isFinite(value)) {
     throw IdempotencyRejection.unfingerprintableRequest(
       `holds ${value}, a number JSON cannot represent (a literal out of range, such as 1e400)`,
     );
+  } else if (typeof value === 'bigint') {
+    return BIGINT_VALUE;
   }
+  return 0;
 }
 
 const tooDeep = () =>
@@ -92,14 +111,45 @@ const tooDeep = () =>
  * nested deeper than `MAX_BODY_DEPTH`, or holding NaN or an infinity, throws the 400 rejection.
  */
 export function canonicalJson(value: unknown): string {
-  assertFingerprintable(value, MAX_BODY_DEPTH);
-  return canonicalJsonOfChecked(value);
+  return canonicalJsonOfChecked(value, assertFingerprintable(value, MAX_BODY_DEPTH));
 }
 
-function canonicalJsonOfChecked(value: unknown): string {
-  const text = canonicalize(value === undefined ? null : value);
+/** `found`: the bits `assertFingerprintable` returned for `value`. */
+function canonicalJsonOfChecked(value: unknown, found: number): string {
+  const plain = found & BIGINT_VALUE ? bigIntsAsText(value) : value;
+  const text = canonicalize(plain === undefined ? null : plain);
   if (text === undefined) throw new TypeError('value has no JSON representation');
   return text;
+}
+
+/**
+ * A copy of `value` with each BigInt as its decimal text (canonicalize, as JSON.stringify,
+ * throws on one). The operation's document is in the same fingerprint and types each variable,
+ * so that text cannot be mistaken for a string variable. Recursive: `value` passed the depth
+ * bound already. Only requests that hold a BigInt pay for the copy.
+ */
+function bigIntsAsText(value: unknown): unknown {
+  while (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { toJSON?: unknown }).toJSON instanceof Function
+  ) {
+    value = (value as { toJSON(): unknown }).toJSON();
+  }
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return value.map(bigIntsAsText);
+  if (typeof value !== 'object' || value === null) return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    // defineProperty: a `__proto__` key stays an own key of the copy, as it was of the value.
+    Object.defineProperty(copy, key, {
+      value: bigIntsAsText((value as Record<string, unknown>)[key]),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return copy;
 }
 
 /**
@@ -118,9 +168,9 @@ export function requestFingerprint(input: FingerprintInput): string {
     ...(input.files && { files: input.files }),
   };
   // One level more: the request object around the body.
-  assertFingerprintable(request, MAX_BODY_DEPTH + 1);
+  const found = assertFingerprintable(request, MAX_BODY_DEPTH + 1);
   // crypto.hash: one call, no Hash object; about a quarter of createHash's time for a request.
-  return hash('sha256', canonicalJsonOfChecked(request), 'hex');
+  return hash('sha256', canonicalJsonOfChecked(request, found), 'hex');
 }
 
 /**

@@ -18,7 +18,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, GraphQLScalarType } from 'graphql';
 import {
   defaultShouldStore,
   IDEMPOTENCY_DIAGNOSTICS_CHANNEL,
@@ -119,7 +119,54 @@ class ThingsResolver {
   }
 }
 
-@Module({ providers: [ThingsResolver] })
+/** As an upload scalar's value: a promise of the file, read by the resolver. */
+const Deferred = new GraphQLScalarType({
+  name: 'Deferred',
+  parseValue: (value) => Promise.resolve(value),
+  serialize: (value) => value,
+});
+
+/** A BigInt scalar: amounts past Number.MAX_SAFE_INTEGER, as a decimal string on the wire. */
+const BigIntAmount = new GraphQLScalarType({
+  name: 'BigIntAmount',
+  parseValue: (value) => BigInt(value as string),
+  serialize: (value) => String(value),
+});
+
+@Injectable()
+@Resolver()
+class ScalarsResolver {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  @Mutation(() => String)
+  @Idempotent()
+  async attach(
+    @Args('tag') tag: string,
+    @Args('file', { type: () => Deferred }) file: Promise<unknown>,
+  ): Promise<string> {
+    await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
+      [`${tag}:${JSON.stringify(await file)}`],
+    );
+    return tag;
+  }
+
+  /** Its result as text: the stored result is JSON, which has no BigInt. */
+  @Mutation(() => String)
+  @Idempotent()
+  async transfer(
+    @Args('tag') tag: string,
+    @Args('amount', { type: () => BigIntAmount }) amount: bigint,
+  ): Promise<string> {
+    await this.txHost.tx.query(
+      `INSERT INTO library_test_effects (route, tag) VALUES ('graphql', $1)`,
+      [tag],
+    );
+    return amount.toString();
+  }
+}
+
+@Module({ providers: [ThingsResolver, ScalarsResolver] })
 class ThingsModule {}
 
 const MAKE = `mutation Make($tag: String!, $outcome: String) {
@@ -252,6 +299,37 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     }
     expect(await effects(tag)).toBe(1);
     expect(await effects(`${tag}-other`)).toBe(0);
+  });
+
+  it('refuses a variable whose content it cannot see (an upload scalar’s promise), before the resolver runs', async () => {
+    const tag = randomUUID();
+    const res = await send(
+      'mutation Attach($tag: String!, $file: Deferred!) { attach(tag: $tag, file: $file) }',
+      { tag, file: 'a.pdf' },
+      randomUUID(),
+    );
+    expect(JSON.parse(res.text)).toMatchObject({
+      errors: [{ extensions: { code: 'IDEMPOTENCY_REQUEST_UNFINGERPRINTABLE' } }],
+    });
+    expect(
+      await db.query(`SELECT 1 FROM library_test_effects WHERE tag LIKE $1`, [`${tag}:%`]),
+    ).toEqual([]);
+  });
+
+  it('fingerprints a BigInt scalar by its value: the same amount replays, another is refused', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const TRANSFER =
+      'mutation Transfer($tag: String!, $amount: BigIntAmount!) { transfer(tag: $tag, amount: $amount) }';
+    const first = await send(TRANSFER, { tag, amount: '12345678901234567890' }, key);
+    const replay = await send(TRANSFER, { tag, amount: '12345678901234567890' }, key);
+    const other = await send(TRANSFER, { tag, amount: '12345678901234567891' }, key);
+    expect(JSON.parse(first.text)).toEqual({ data: { transfer: '12345678901234567890' } });
+    expect(replay.text).toBe(first.text);
+    expect(JSON.parse(other.text)).toMatchObject({
+      errors: [{ extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }],
+    });
+    expect(await effects(tag)).toBe(1);
   });
 
   it('counts the fragments the operation uses, not those of other operations in the document', async () => {
