@@ -155,6 +155,18 @@ class BoundariesController {
     });
   }
 
+  /** A phase longer than its lease of 1 s, then a pause before the answer. */
+  @Post('long-step-then-pause')
+  @Idempotent({ phased: true, leaseSeconds: 1 })
+  async longStepThenPause(@Phases() phases: IdempotentPhases) {
+    await phases.transaction('long', async () => {
+      await sleep(1500);
+      return 'done';
+    });
+    await sleep(600);
+    return { done: true };
+  }
+
   /** A phase that takes `x-sleep` ms after its write: a lease of 1 s runs out meanwhile. */
   @Post('slow-write')
   @Idempotent({ phased: true, leaseSeconds: 1 })
@@ -264,6 +276,35 @@ describe('phased mode at its boundaries', () => {
         started_steps: null,
         lease_over: true,
       });
+    });
+  });
+
+  describe('a step longer than its lease', () => {
+    let app: INestApplication;
+    let dataSource: DataSource;
+    beforeAll(async () => {
+      ({ app, dataSource } = await phasedApp({ replayCache: false }));
+    });
+    afterAll(() => app.close());
+
+    it('renews the lease from its commit, not from its start: a retry right after it gets 409', async () => {
+      const key = randomUUID();
+      const post = () =>
+        request(app.getHttpServer())
+          .post('/boundaries/long-step-then-pause')
+          .set('idempotency-key', key)
+          .send({});
+      const first = post().then((res) => res);
+      for (let tries = 0; tries < 200; tries++) {
+        const [row] = await dataSource.query<{ recovery_point: string | null }[]>(
+          `SELECT recovery_point FROM idempotency_keys WHERE idem_key = $1`,
+          [key],
+        );
+        if (row?.recovery_point === 'long') break;
+        await sleep(10);
+      }
+      expect((await post()).status).toBe(409);
+      expect((await first).status).toBe(201);
     });
   });
 

@@ -110,7 +110,9 @@ export function stepJson(result: unknown): string {
 
 /**
  * Records the recovery point `step` and its result (`stepJson`, sealed when encryption is on),
- * and renews the lease. Fenced by the lease owner: nothing changes when another attempt took
+ * and renews the lease from the statement's time (`clock_timestamp()`): `now()` is the step
+ * transaction's start, and a step that ran longer than the lease would commit a lease already
+ * over. Fenced by the lease owner: nothing changes when another attempt took
  * the key over (`fencedUpdateApplied`). `sealed_with` names the newest key that sealed
  * something in the row; each sealed step names its own key too.
  */
@@ -127,7 +129,7 @@ export function recordStepStatement(
           SET recovery_point = $5,
               step_state = step_state || jsonb_build_object($5::text, $6::text),
               sealed_with = COALESCE($8, sealed_with),
-              locked_until = now() + make_interval(secs => $7), updated_at = now()
+              locked_until = clock_timestamp() + make_interval(secs => $7), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
     values: [...keyValues(id), owner, step, recorded.text, leaseSeconds, recorded.sealedWith],
@@ -152,7 +154,7 @@ export function recordStepStartStatement(
           SET started_steps = CASE WHEN $5::text = ANY(coalesce(started_steps, '{}'))
                                    THEN started_steps
                                    ELSE array_append(started_steps, $5::text) END,
-              locked_until = now() + make_interval(secs => $6), updated_at = now()
+              locked_until = clock_timestamp() + make_interval(secs => $6), updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
     values: [...keyValues(id), owner, step, leaseSeconds],
