@@ -20,14 +20,14 @@ import type { SqlStatement } from '../shared/sql-literals';
 import { RESTORE_LOCK_TIMEOUT } from '../shared/lock-timeout';
 import { TransactionHostRef } from './transaction-host.ref';
 
+const RESTORE_STATEMENT: SqlStatement = { text: RESTORE_LOCK_TIMEOUT, values: [] };
+
 /**
  * Sends the key statements one round trip each, on the current transaction (`txHost.tx`), so
  * the claim, the handler's writes and the recorded response commit (or vanish) together. The
  * atomic mode uses it when it cannot batch them with START TRANSACTION and COMMIT (inside a
  * transaction someone else opened); both modes read and expire keys through it.
  */
-const RESTORE_STATEMENT: SqlStatement = { text: RESTORE_LOCK_TIMEOUT, values: [] };
-
 @Injectable()
 export class IdempotencyKeyStore {
   constructor(private readonly transactions: TransactionHostRef) {}
