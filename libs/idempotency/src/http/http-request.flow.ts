@@ -82,6 +82,12 @@ export class HttpRequestFlow implements RequestFlow {
     };
   }
 
+  released(error: unknown): Delivery {
+    const response = httpResponse(this.context);
+    removeHeader(response, response instanceof ServerResponse ? response : undefined, 'location');
+    return { error };
+  }
+
   private described(key: string, tenantId: string): IdempotentRequest {
     const { request, options } = this;
     assertBodyParsed(request);

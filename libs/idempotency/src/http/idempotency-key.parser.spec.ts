@@ -33,6 +33,10 @@ describe('parseIdempotencyKey', () => {
     ['"a\\nb"', 'bad escape'],
     ['clé', 'non-ASCII'],
     ['a\u0007b', 'control character'],
+    // String#trim would strip them, and the key would be `key`: another key, merged.
+    ['key\u00a0', 'a trailing no-break space (a 0xA0 byte)'],
+    ['\u00a0key', 'a leading no-break space'],
+    ['key\u2003', 'a trailing em space'],
   ])('rejects %j (%s) with a 400 problem', (raw) => {
     expect(() => parse(raw)).toThrow(IdempotencyRejection);
     try {

@@ -17,10 +17,13 @@ export function parseIdempotencyKey(
     if (raw.length !== 1) throw IdempotencyRejection.malformedKey(headerName, 'must appear once');
     raw = raw[0];
   }
-  const value = raw.trim();
-  if (!PRINTABLE_ASCII.test(value)) {
+  // Checked before the trim: String#trim strips Unicode spaces too (U+00A0, which Node decodes
+  // from a 0xA0 byte), and `key\xA0` would then be the key `key`. Past the check, only the
+  // spaces around the value are left to strip.
+  if (!PRINTABLE_ASCII.test(raw)) {
     throw IdempotencyRejection.malformedKey(headerName, 'must contain printable ASCII only');
   }
+  const value = raw.trim();
   // Node joins a header sent twice into one value, `k1, k1`: in the bare form a comma can only
   // mean that. A key with a comma must be sent quoted.
   if (!value.startsWith('"') && value.includes(',')) {

@@ -289,7 +289,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       error instanceof UnstoredOutcome ? error.response.statusCode : undefined,
     );
     if (error instanceof UnstoredOutcome) return flow.deliver(error.response);
-    throw error;
+    return flow.released(error);
   }
 
   /**

@@ -22,4 +22,9 @@ export interface RequestFlow {
   deliver(stored: StoredResponse, replayHeaders?: Record<string, string>): Delivery;
   /** An answer of the library's own. */
   reject(rejection: IdempotencyRejection): Delivery;
+  /**
+   * A failure the key was released after, for the app's own error handling: its writes were
+   * rolled back, so what the answer pointed at (a `Location`) is gone.
+   */
+  released(error: unknown): Delivery;
 }

@@ -6,6 +6,7 @@ import {
   type INestApplication,
   Post,
   Res,
+  ServiceUnavailableException,
   UnprocessableEntityException,
 } from '@nestjs/common';
 import { type IdempotencyEvent, IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
@@ -27,6 +28,18 @@ class AnswersController {
     const id = await this.effects.record('answers/declined', body.tag);
     res.setHeader('location', `/things/${id}`);
     throw new UnprocessableEntityException('declined');
+  }
+
+  /** Points at what it wrote, then a dependency fails: a 503, the key released. */
+  @Post('unavailable-after-location')
+  @Idempotent()
+  async unavailableAfterLocation(
+    @Body() body: { tag: string },
+    @Res({ passthrough: true }) res: { setHeader(name: string, value: string): void },
+  ) {
+    const id = await this.effects.record('answers/unavailable', body.tag);
+    res.setHeader('location', `/things/${id}`);
+    throw new ServiceUnavailableException('the warehouse did not answer');
   }
 
   @Post('optional-failing')
@@ -72,6 +85,19 @@ describe('failure answers', () => {
     expect(replay.headers.location).toBeUndefined();
     expect(replay.text).toBe(first.text);
     // The write it pointed at was rolled back with the failure.
+    expect(await db.query(`SELECT 1 FROM library_test_effects WHERE tag = $1`, [tag])).toEqual([]);
+  });
+
+  it('sends a released failure to the app without the Location of what it rolled back', async () => {
+    const key = randomUUID();
+    const tag = `unavailable-${key}`;
+    const res = await request(app.getHttpServer())
+      .post('/answers/unavailable-after-location')
+      .set('idempotency-key', key)
+      .send({ tag });
+    expect(res.status).toBe(503);
+    expect(res.body.message).toBe('the warehouse did not answer');
+    expect(res.headers.location).toBeUndefined();
     expect(await db.query(`SELECT 1 FROM library_test_effects WHERE tag = $1`, [tag])).toEqual([]);
   });
 

@@ -97,6 +97,10 @@ export class GraphqlMutationFlow implements RequestFlow {
     return deliverOutcome(stored);
   }
 
+  released(error: unknown): Delivery {
+    return { error };
+  }
+
   reject(rejection: IdempotencyRejection): Delivery {
     const { GraphQLError } = graphqlLibrary();
     const retryAfter = rejection.headers['retry-after'];

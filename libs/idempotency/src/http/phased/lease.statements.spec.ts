@@ -105,7 +105,9 @@ describe('recordStepStartStatement', () => {
     const statement = recordStepStartStatement(id, owner, 'charge', 30);
     // Once: the start is sent again before a call on an uncertain step, to renew the lease.
     expect(statement.text).toContain('ELSE array_append(started_steps, $5::text) END');
-    expect(statement.text).toContain('locked_until = clock_timestamp() + make_interval(secs => $6)');
+    expect(statement.text).toContain(
+      'locked_until = clock_timestamp() + make_interval(secs => $6)',
+    );
     expect(statement.text).toContain(fenced);
     expect(statement.text).toMatch(/SELECT count\(\*\)::text AS updated FROM changed$/);
     expect(statement.values).toEqual([
