@@ -1,6 +1,9 @@
-import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
-import { ApiResponse, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, type INestApplication, Post } from '@nestjs/common';
+import { ApiResponse, DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { Test } from '@nestjs/testing';
 import { IdempotencyModule, IdempotencyProblemType, Idempotent } from 'nestjs-pg-idempotency';
+import request from 'supertest';
+import { libraryInfrastructure } from '../support/library-infrastructure';
 import { createLibraryApp, Effects } from './library-app';
 
 @Controller('documented')
@@ -35,26 +38,99 @@ class ClassDocumentedController {
   }
 }
 
+/** `@Idempotent()` on the class: its POST is idempotent, its GET (a safe method) is not. */
+@Controller('documented-class-level')
+@Idempotent()
+class ClassLevelDocumentedController {
+  constructor(private readonly effects: Effects) {}
+
+  @Post()
+  async create(@Body() body: { tag: string }) {
+    return { id: await this.effects.record('documented-class-level', body.tag) };
+  }
+
+  @Post('confirm')
+  @HttpCode(200)
+  async confirm(@Body() body: { tag: string }) {
+    return { id: await this.effects.record('documented-class-level/confirm', body.tag) };
+  }
+
+  @Get()
+  list() {
+    return [];
+  }
+}
+
+/** An idempotent route declared on a base class, served by the controller that extends it. */
+abstract class BaseDocumentedController {
+  constructor(protected readonly effects: Effects) {}
+
+  @Post()
+  @Idempotent()
+  async create(@Body() body: { tag: string }) {
+    return { id: await this.effects.record('documented-inherited', body.tag) };
+  }
+}
+
+@Controller('documented-inherited')
+class InheritedDocumentedController extends BaseDocumentedController {}
+
 interface Operation {
+  parameters?: { name: string; in: string; required?: boolean }[];
   responses: Record<string, { description: string; content?: Record<string, unknown> }>;
 }
 
+const LIBRARY_STATUSES = ['400', '409', '422', '500', '503'];
+
+const keyHeader = (operation: Operation) =>
+  operation.parameters?.find((param) => param.in === 'header' && param.name === 'Idempotency-Key');
+
 describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
   let app: INestApplication;
-  let paths: Record<string, { post: Operation }>;
+  let paths: Record<string, { post: Operation; get: Operation }>;
   beforeAll(async () => {
     ({ app } = await createLibraryApp(
       IdempotencyModule.forRoot({ cleanup: false }),
       undefined,
       {},
       {
-        controllers: [DocumentedController, ClassDocumentedController],
+        controllers: [
+          DocumentedController,
+          ClassDocumentedController,
+          ClassLevelDocumentedController,
+          InheritedDocumentedController,
+        ],
       },
     ));
     const document = SwaggerModule.createDocument(app, new DocumentBuilder().build());
-    paths = document.paths as unknown as Record<string, { post: Operation }>;
+    paths = document.paths as unknown as typeof paths;
   });
   afterAll(() => app.close());
+
+  it('keeps the success response @nestjs/swagger gives a route without @ApiResponse()', () => {
+    const statuses = (path: string) => Object.keys(paths[path].post.responses).sort();
+    expect(statuses('/documented/plain')).toEqual(['201', ...LIBRARY_STATUSES]);
+    expect(statuses('/documented-class-level')).toEqual(['201', ...LIBRARY_STATUSES]);
+    // Its @HttpCode, as @nestjs/swagger reads it.
+    expect(statuses('/documented-class-level/confirm')).toEqual(['200', ...LIBRARY_STATUSES]);
+  });
+
+  it('leaves the GET of a class-level @Idempotent() alone, as the interceptor does', async () => {
+    const get = paths['/documented-class-level'].get;
+    expect({ header: keyHeader(get), statuses: Object.keys(get.responses) }).toEqual({
+      header: undefined,
+      statuses: ['200'],
+    });
+    expect((await request(app.getHttpServer()).get('/documented-class-level')).status).toBe(200);
+  });
+
+  it('documents an idempotent route a controller inherits, as the interceptor enforces it', async () => {
+    const post = paths['/documented-inherited'].post;
+    expect(keyHeader(post)?.required).toBe(true);
+    expect(Object.keys(post.responses).sort()).toEqual(['201', ...LIBRARY_STATUSES]);
+    const keyless = await request(app.getHttpServer()).post('/documented-inherited').send({});
+    expect(keyless.status).toBe(400);
+  });
 
   it("documents the library's 500 problems on a route that has no 500 of its own", () => {
     const response = paths['/documented/plain'].post.responses['500'];
@@ -78,5 +154,31 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
     expect(paths['/documented-class'].post.responses['500'].description).toBe(
       'Anything may burn here.',
     );
+  });
+});
+
+/**
+ * Nest's own guide builds the document between `NestFactory.create` and `listen()`, before any
+ * `onModuleInit` hook ran; an "export openapi.json" script never calls `init()` at all.
+ */
+describe('OpenAPI documentation built before the app is initialised', () => {
+  it('documents the key header and the problems all the same', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [...libraryInfrastructure(), IdempotencyModule.forRoot({ cleanup: false })],
+      controllers: [DocumentedController],
+      providers: [Effects],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    try {
+      const document: OpenAPIObject = SwaggerModule.createDocument(
+        app,
+        new DocumentBuilder().build(),
+      );
+      const post = (document.paths['/documented/plain'] as { post: Operation }).post;
+      expect(keyHeader(post)?.required).toBe(true);
+      expect(Object.keys(post.responses).sort()).toEqual(['201', ...LIBRARY_STATUSES]);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, RequestMethod } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
 import { IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
@@ -51,39 +51,42 @@ function problemResponse(status: number, description: string, types: string[]) {
   };
 }
 
+/** Methods the interceptor leaves alone (`SAFE_METHODS`): a class-level `@Idempotent()` too. */
+const SAFE_REQUEST_METHODS: ReadonlySet<unknown> = new Set([
+  RequestMethod.GET,
+  RequestMethod.HEAD,
+  RequestMethod.OPTIONS,
+]);
+
 /**
  * Documents every `@Idempotent()` route in OpenAPI: the key header (with the configured name,
  * which is why this runs at start-up and not inside the decorator) and the 400, 409, 422, 503
  * and 500 problems the library answers itself (its 500 only where the route documents none).
+ * It runs when Nest constructs it, in `NestFactory.create`: an app that builds its document
+ * before `listen()` or `init()`, as Nest's own guide does, gets it all.
  */
 @Injectable()
-export class OpenApiDocumenter implements OnModuleInit {
+export class OpenApiDocumenter {
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly discovery: DiscoveryService,
+    discovery: DiscoveryService,
     private readonly reflector: Reflector,
-  ) {}
-
-  onModuleInit(): void {
+  ) {
     const swagger = loadSwagger();
-    if (!swagger) return;
-    for (const { metatype } of this.discovery.getControllers()) {
+    // The controllers are known before any instance is made: Nest scans every module first.
+    if (swagger) this.documentControllers(swagger, discovery);
+  }
+
+  private documentControllers(swagger: SwaggerDecorators, discovery: DiscoveryService): void {
+    for (const { metatype } of discovery.getControllers()) {
       if (typeof metatype !== 'function') continue;
-      const prototype = metatype.prototype as Record<string, unknown>;
-      for (const name of Object.getOwnPropertyNames(prototype)) {
-        const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
-        const handler: unknown = descriptor?.value;
-        if (name === 'constructor' || typeof handler !== 'function' || documented.has(handler))
-          continue;
-        // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
-        if (Reflect.getMetadata('path', handler) === undefined) continue;
-        const route = routeOptions(
-          this.reflector,
-          metatype,
-          handler as (...args: never[]) => unknown,
-        );
+      for (const [prototype, name, descriptor] of routeHandlers(metatype)) {
+        const handler = descriptor.value as (...args: never[]) => unknown;
+        if (documented.has(handler)) continue;
+        if (SAFE_REQUEST_METHODS.has(Reflect.getMetadata(METHOD_METADATA, handler))) continue;
+        const route = routeOptions(this.reflector, metatype, handler);
         if (!route) continue;
-        this.document(swagger, prototype, name, descriptor as PropertyDescriptor, route);
+        this.document(swagger, prototype, name, descriptor, route);
         documented.add(handler);
       }
     }
@@ -98,7 +101,15 @@ export class OpenApiDocumenter implements OnModuleInit {
   ): void {
     const { headerName, maxKeyLength, lockTimeoutMs } = this.options;
     const { required } = route;
+    const handler = descriptor.value as object;
+    // @nestjs/swagger documents a route's success response (201 for a POST, else 200, or its
+    // @HttpCode) only when the route has no @ApiResponse() at all: the library's would hide it.
+    const success =
+      Reflect.getMetadata(API_RESPONSE_METADATA, handler) === undefined
+        ? [swagger.ApiResponse({ status: successStatus(handler), description: '' })]
+        : [];
     const decorators = [
+      ...success,
       swagger.ApiHeader({
         name: headerName,
         required,
@@ -180,6 +191,43 @@ export class OpenApiDocumenter implements OnModuleInit {
 
 // Where @nestjs/swagger keeps the `@ApiResponse()`s of a handler, or of a controller, by status.
 const API_RESPONSE_METADATA = 'swagger/apiResponse';
+// Where Nest keeps a handler's `@HttpCode()` and its request method (as `'path'` its path): the
+// package root exports neither name.
+const HTTP_CODE_METADATA = '__httpCode__';
+const METHOD_METADATA = 'method';
+
+/**
+ * The route handlers of a controller class, its inherited ones included (Nest serves them, and
+ * documents them): each name once, where the nearest class defines it.
+ */
+function routeHandlers(metatype: { prototype: unknown }): [object, string, PropertyDescriptor][] {
+  const handlers: [object, string, PropertyDescriptor][] = [];
+  const seen = new Set<string>();
+  for (
+    let prototype = metatype.prototype as object | null;
+    prototype !== null && prototype !== Object.prototype;
+    prototype = Object.getPrototypeOf(prototype) as object | null
+  ) {
+    for (const name of Object.getOwnPropertyNames(prototype)) {
+      if (name === 'constructor' || seen.has(name)) continue;
+      seen.add(name);
+      const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
+      const handler: unknown = descriptor?.value;
+      // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
+      if (typeof handler !== 'function') continue;
+      if (Reflect.getMetadata('path', handler) === undefined) continue;
+      handlers.push([prototype, name, descriptor as PropertyDescriptor]);
+    }
+  }
+  return handlers;
+}
+
+/** The status @nestjs/swagger documents for a route without @ApiResponse(), as it computes it. */
+function successStatus(handler: object): number {
+  const code = Reflect.getMetadata(HTTP_CODE_METADATA, handler) as number | undefined;
+  if (code) return code;
+  return Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200;
+}
 
 /** Whether a handler, or a controller for all its handlers, documents `status` itself. */
 function documentsStatus(target: object, status: number): boolean {
