@@ -147,6 +147,26 @@ describe('POST /graphql createOrder (atomic idempotency, in process, express)', 
     expect(row).toMatchObject({ status: 'completed', response_code: 422 });
   });
 
+  it('refuses a reference the tenant used already as DUPLICATE_REFERENCE, not stored, like POST /v1/orders', async () => {
+    const customerId = uniqueCustomer();
+    const reference = `ref-${uniqueKey()}`;
+    const variables = { input: { customerId, amountCents: 500, reference } };
+    const created = await graphql(CREATE, variables, { 'idempotency-key': uniqueKey() });
+    expect(body(created).errors).toBeUndefined();
+    const key = uniqueKey();
+    const duplicate = await graphql(CREATE, variables, { 'idempotency-key': key });
+    expect(body(duplicate).data).toBeNull();
+    expect(body(duplicate).errors).toEqual([
+      expect.objectContaining({
+        path: ['createOrder'],
+        extensions: expect.objectContaining({ code: 'DUPLICATE_REFERENCE' }),
+      }),
+    ]);
+    expect(await db.orders('acme', customerId)).toHaveLength(1);
+    // Released, as a 409 is on REST: no record under the key.
+    expect(await db.keys('acme', key)).toEqual([]);
+  });
+
   it('validates the input like POST /v1/orders, and creates nothing', async () => {
     const key = uniqueKey();
     const customerId = uniqueCustomer();

@@ -18,13 +18,12 @@ export function configFromEnv(
     providerUrl,
     providerTimeoutMs: positiveInteger(env, 'PROVIDER_TIMEOUT_MS', 5000),
     leaseSeconds: positiveInteger(env, 'IDEMPOTENCY_LEASE_SECONDS', 60),
-    cleanup:
-      env.IDEMPOTENCY_CLEANUP === 'off'
-        ? false
-        : {
-            intervalSeconds: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_INTERVAL_SECONDS', 300),
-            batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
-          },
+    cleanup: onOff(env, 'IDEMPOTENCY_CLEANUP', true)
+      ? {
+          intervalSeconds: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_INTERVAL_SECONDS', 300),
+          batchSize: positiveInteger(env, 'IDEMPOTENCY_CLEANUP_BATCH_SIZE', 1000),
+        }
+      : false,
     preparedStatements: onOff(env, 'IDEMPOTENCY_PREPARED_STATEMENTS', true),
     maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES
       ? positiveInteger(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 1)

@@ -17,7 +17,7 @@ export interface MessagingSettings {
   prefetchCount: number;
   /** `INBOX_MAX_ATTEMPTS`: failed deliveries before a message is dead-lettered. */
   maxAttempts: number;
-  /** `OUTBOX_RELAY=0` turns this process's relay off (another process relays). */
+  /** `OUTBOX_RELAY=0` (or `off`) turns this process's relay off (another process relays). */
   relay: boolean;
   /** `OUTBOX_POLL_MS`: how often the relay looks for pending events. */
   relayPollMs: number;
@@ -46,10 +46,17 @@ export function messagingOverridesFromEnv(env: NodeJS.ProcessEnv): Partial<Messa
     overrides.prefetchCount = positiveInteger('AMQP_PREFETCH', env.AMQP_PREFETCH);
   if (env.INBOX_MAX_ATTEMPTS)
     overrides.maxAttempts = positiveInteger('INBOX_MAX_ATTEMPTS', env.INBOX_MAX_ATTEMPTS);
-  if (env.OUTBOX_RELAY) overrides.relay = env.OUTBOX_RELAY !== '0';
+  if (env.OUTBOX_RELAY) overrides.relay = relayOn(env.OUTBOX_RELAY);
   if (env.OUTBOX_POLL_MS)
     overrides.relayPollMs = positiveInteger('OUTBOX_POLL_MS', env.OUTBOX_POLL_MS);
   return overrides;
+}
+
+/** `0` or `off` turns the relay off, `1` or `on` keeps it; anything else stops the start. */
+function relayOn(value: string): boolean {
+  if (value === '1' || value === 'on') return true;
+  if (value === '0' || value === 'off') return false;
+  throw new Error(`OUTBOX_RELAY must be "on" or "off" (or 1 or 0), got "${value}"`);
 }
 
 function positiveInteger(name: string, value: string): number {

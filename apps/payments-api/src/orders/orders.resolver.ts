@@ -1,4 +1,4 @@
-import { UnprocessableEntityException } from '@nestjs/common';
+import { ConflictException, UnprocessableEntityException } from '@nestjs/common';
 import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { GraphQLError } from 'graphql';
 import { Idempotent } from 'nestjs-pg-idempotency';
@@ -45,16 +45,24 @@ export class OrdersResolver {
 }
 
 /**
- * The credit limit's refusal as the GraphQL error clients match on. It carries a code, so the
- * library stores it: every replay of the key answers it again, and no order exists.
+ * The service's refusals as the GraphQL errors clients match on:
+ * - the credit limit's: it carries a code, so the library stores it: every replay of the key
+ *   answers it again, and no order exists;
+ * - a reference the tenant used already: as on `POST /v1/orders`, a 409 the library does not
+ *   store (`extensions.http.status`), so the key is free again.
  */
 function asGraphQLError(error: unknown): unknown {
-  if (
-    error instanceof UnprocessableEntityException &&
-    (error.getResponse() as { code?: unknown }).code === 'insufficient_funds'
-  ) {
-    const { detail } = error.getResponse() as { detail: string };
+  if (!(error instanceof UnprocessableEntityException || error instanceof ConflictException)) {
+    return error;
+  }
+  const { code, detail } = error.getResponse() as { code?: unknown; detail: string };
+  if (code === 'insufficient_funds') {
     return new GraphQLError(detail, { extensions: { code: 'INSUFFICIENT_FUNDS' } });
+  }
+  if (code === 'duplicate_reference') {
+    return new GraphQLError(detail, {
+      extensions: { code: 'DUPLICATE_REFERENCE', http: { status: 409 } },
+    });
   }
   return error;
 }
