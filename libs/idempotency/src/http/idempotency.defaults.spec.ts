@@ -3,6 +3,7 @@ import {
   principalTenantResolver,
   resolveOptions,
 } from './idempotency.defaults';
+import { Idempotent } from './idempotent.decorator';
 
 describe('defaultShouldStore', () => {
   it('stores 2xx and 4xx except 408, 409, 425 and 429; releases the rest', () => {
@@ -57,6 +58,26 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ writeGuard: 'strict' as never })).toThrow(
       `IdempotencyModule: option writeGuard must be 'throw', 'warn' or 'off', got the string "strict"`,
     );
+  });
+
+  it('takes any HTTP header name as headerName, and stops the start on anything else', () => {
+    expect(resolveOptions({ headerName: 'X-Request-Key' }).headerName).toBe('X-Request-Key');
+    for (const headerName of ['', 'Idempotency Key', 'Key:', 'Clé', 42]) {
+      expect(() => resolveOptions({ headerName: headerName as never })).toThrow(
+        'option headerName must be an HTTP header name',
+      );
+    }
+  });
+});
+
+describe('@Idempotent() options', () => {
+  it('refuses an empty scope, which would be one key space for every route that gives it', () => {
+    for (const scope of ['', '   ', 7]) {
+      expect(() => Idempotent({ scope: scope as never })).toThrow(
+        '@Idempotent(): scope must be a non-empty string',
+      );
+    }
+    expect(() => Idempotent({ scope: 'orders' })).not.toThrow();
   });
 });
 

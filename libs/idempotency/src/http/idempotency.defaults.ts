@@ -110,6 +110,13 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
       batchSize: (options.cleanup || undefined)?.batchSize ?? 1000,
     },
   };
+  // A header name is an HTTP token (RFC 9110): anything else is never sent, and every request
+  // on a required route would be a 400.
+  if (typeof resolved.headerName !== 'string' || !HTTP_TOKEN.test(resolved.headerName)) {
+    throw new Error(
+      `IdempotencyModule: option headerName must be an HTTP header name, got ${describeValue(resolved.headerName)}`,
+    );
+  }
   assertPositiveInteger('maxKeyLength', resolved.maxKeyLength);
   assertPositiveInteger('lockTimeoutMs', resolved.lockTimeoutMs);
   assertPositiveInteger('maxResponseBytes', resolved.maxResponseBytes);
@@ -166,6 +173,8 @@ function keyBytes(key: unknown, name: string, fail: (problem: string) => never):
     fail(`${name}.key must decode to ${KEY_BYTES} bytes, got ${bytes.length}`);
   return bytes;
 }
+
+const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 function assertPositiveInteger(name: string, value: unknown): void {
   if (!Number.isInteger(value) || (value as number) <= 0) {

@@ -23,6 +23,12 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & C
   }
   if (options.writeGuard !== undefined)
     assertWriteGuardMode('@Idempotent(): writeGuard', options.writeGuard);
+  // An empty scope would be one key space for every route that gives it.
+  if (options.scope !== undefined && (typeof options.scope !== 'string' || !options.scope.trim())) {
+    throw new Error(
+      `@Idempotent(): scope must be a non-empty string, got ${describeValue(options.scope)}`,
+    );
+  }
   return applyDecorators(
     SetMetadata(IDEMPOTENT_ROUTE, { ...options }),
     UseInterceptors(IdempotencyInterceptor),

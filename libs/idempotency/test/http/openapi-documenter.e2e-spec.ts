@@ -16,6 +16,13 @@ class DocumentedController {
     return { id: await this.effects.record('documented/plain', body.tag) };
   }
 
+  /** A key is optional here, and the write guard off: neither problem is documented. */
+  @Post('optional-unguarded')
+  @Idempotent({ required: false, writeGuard: 'off' })
+  async optionalUnguarded(@Body() body: { tag: string }) {
+    return { id: await this.effects.record('documented/optional-unguarded', body.tag) };
+  }
+
   /** A route that documents its own 500: the library leaves it as written. */
   @Post('own-500')
   @Idempotent()
@@ -142,6 +149,26 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
         IdempotencyProblemType.sealedRecordUnreadable,
       ],
     );
+  });
+
+  it('documents only the problems a route can answer: no missing key where it is optional, no write refused where the guard is off', () => {
+    const post = paths['/documented/optional-unguarded'].post;
+    const types = (status: string) =>
+      (
+        post.responses[status].content as Record<
+          string,
+          { schema: { properties: { type: { enum: string[] } } } }
+        >
+      )['application/problem+json'].schema.properties.type.enum;
+    expect(keyHeader(post)?.required).toBe(false);
+    expect(types('400')).not.toContain(IdempotencyProblemType.missingKey);
+    expect(types('400')).toContain(IdempotencyProblemType.malformedKey);
+    expect(types('500')).not.toContain(IdempotencyProblemType.writeOutsideTransaction);
+    expect(types('500')).toContain(IdempotencyProblemType.responseTooLarge);
+    // A required, guarded route lists both.
+    const plain = paths['/documented/plain'].post.responses;
+    expect(JSON.stringify(plain['400'])).toContain(IdempotencyProblemType.missingKey);
+    expect(JSON.stringify(plain['500'])).toContain(IdempotencyProblemType.writeOutsideTransaction);
   });
 
   it("keeps a route's own 500, and still adds the other problems", () => {

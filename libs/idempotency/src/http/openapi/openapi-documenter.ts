@@ -101,6 +101,7 @@ export class OpenApiDocumenter {
   ): void {
     const { headerName, maxKeyLength, lockTimeoutMs } = this.options;
     const { required } = route;
+    const guarded = (route.writeGuard ?? this.options.writeGuard) !== 'off';
     const handler = descriptor.value as object;
     // @nestjs/swagger documents a route's success response (201 for a POST, else 200, or its
     // @HttpCode) only when the route has no @ApiResponse() at all: the library's would hide it.
@@ -118,15 +119,17 @@ export class OpenApiDocumenter {
           'quoted string ("…"), whose quotes and escapes do not count. ' +
           'Retries of one operation send the same key; the first response is replayed byte for byte.' +
           (required ? '' : ' Without it the request runs unprotected.'),
-        schema: { type: 'string', minLength: 1, maxLength: maxKeyLength },
+        // The quoted form's bound: its quotes and escapes do not count towards the key's.
+        schema: { type: 'string', minLength: 1, maxLength: 2 * maxKeyLength + 2 },
       }),
       swagger.ApiResponse(
         problemResponse(
           400,
-          `The ${headerName} header is missing or malformed, or the body nests deeper than ${MAX_BODY_DEPTH} ` +
+          `The ${headerName} header is ${required ? 'missing or ' : ''}malformed, or the body nests deeper than ${MAX_BODY_DEPTH} ` +
             'levels or holds a number out of range (such as 1e400); nothing was done.',
           [
-            IdempotencyProblemType.missingKey,
+            // Only a required key can be missing: without it, an optional route just runs.
+            ...(required ? [IdempotencyProblemType.missingKey] : []),
             IdempotencyProblemType.malformedKey,
             IdempotencyProblemType.unfingerprintableRequest,
           ],
@@ -174,11 +177,13 @@ export class OpenApiDocumenter {
           problemResponse(
             500,
             'The outcome could not be stored and nothing was committed (the response is over ' +
-              'maxResponseBytes, or the handler wrote outside the request transaction), or the ' +
-              'stored outcome opens with no configured encryption key (the handler did not run again).',
+              'maxResponseBytes' +
+              (guarded ? ', or the handler wrote outside the request transaction' : '') +
+              '), or the stored outcome opens with no configured encryption key (the handler did ' +
+              'not run again).',
             [
               IdempotencyProblemType.responseTooLarge,
-              IdempotencyProblemType.writeOutsideTransaction,
+              ...(guarded ? [IdempotencyProblemType.writeOutsideTransaction] : []),
               IdempotencyProblemType.sealedRecordUnreadable,
             ],
           ),
