@@ -54,7 +54,7 @@ export interface IdempotencyEvent {
   type: IdempotencyEventType;
   /** The route's scope, e.g. `POST /v1/orders` (absent for cleanup). */
   scope?: string;
-  /** `atomic` or `phased` (absent for cleanup and rejected keys). */
+  /** `atomic` or `phased` (absent for cleanup); a rejected key carries its route's mode too. */
   mode?: 'atomic' | 'phased';
   /** The request's HTTP status, for request outcomes. */
   statusCode?: number;
