@@ -455,11 +455,31 @@ describe('canonicalJson of values only a GraphQL scalar gives', () => {
   it.each([
     ['an upload scalar’s promise', { file: Promise.resolve({ filename: 'a.pdf' }) }],
     ['a thenable', { file: { then: () => undefined } }],
-    ['a Map', { tags: new Map([['a', 1]]) }],
-    ['a Set', { tags: [new Set([1, 2])] }],
   ])('rejects %s with the 400 rejection: its content would not count', (_case, variables) => {
     const rejection = rejectionOf(() => canonicalJson({ variables }));
     expect(rejection.reason).toBe('unfingerprintable_request');
+  });
+
+  it('fingerprints a Set by its values and a Map by its entries, where JSON would give {}', () => {
+    expect(canonicalJson({ tags: new Set(['a', 'b']) })).toBe('{"tags":["a","b"]}');
+    expect(canonicalJson({ tags: new Set(['a', 'c']) })).not.toBe(
+      canonicalJson({ tags: new Set(['a', 'b']) }),
+    );
+    expect(
+      canonicalJson({
+        limits: new Map<string, unknown>([
+          ['eur', 5n],
+          ['usd', { n: 1 }],
+        ]),
+      }),
+    ).toBe('{"limits":[["eur","5"],["usd",{"n":1}]]}');
+  });
+
+  it('holds a Set and a Map to the depth bound, their contents a level (a pair two) below', () => {
+    let nested: unknown = 1;
+    for (let level = 0; level < MAX_BODY_DEPTH; level++) nested = new Set([nested]);
+    expect(rejectionOf(() => canonicalJson({ nested })).reason).toBe('unfingerprintable_request');
+    expect(() => canonicalJson(new Map([['k', new Set([1])]]))).not.toThrow();
   });
 
   it('fingerprints a BigInt by its value, wherever it is', () => {

@@ -26,8 +26,12 @@ export interface FingerprintInput {
 /** Keys `assertFingerprintable` reports, as bits: class-transformer drops both kinds. */
 export const PROTO_KEY = 1;
 export const CONSTRUCTOR_KEY = 2;
-/** A BigInt on the way (a GraphQL scalar's value): canonical JSON gets its decimal text. */
-export const BIGINT_VALUE = 4;
+/**
+ * A value JSON has no form for on the way: a BigInt, a Map or a Set (a GraphQL scalar's value,
+ * or a DTO property class-transformer made one of). Canonical JSON gets a copy with each as JSON
+ * (`asJsonValues`), so that its content counts.
+ */
+export const NON_JSON_VALUE = 4;
 
 /**
  * Walks `root` as `canonicalize` will serialise it, without recursion, and throws the 400
@@ -49,6 +53,13 @@ export function assertFingerprintable(root: unknown, maxDepth: number): number {
     if (level > maxDepth) throw tooDeep();
     if (Array.isArray(value)) {
       for (const item of value) keys |= visit(item, level + 1, pending, levels);
+    } else if (value instanceof Set) {
+      for (const item of value) keys |= visit(item, level + 1, pending, levels);
+    } else if (value instanceof Map) {
+      // Each entry as a [key, value] pair: one level for the pair.
+      for (const [key, item] of value) {
+        keys |= visit(key, level + 2, pending, levels) | visit(item, level + 2, pending, levels);
+      }
     } else {
       const object = value as Record<string, unknown>;
       for (const key of Object.keys(object)) {
@@ -61,7 +72,7 @@ export function assertFingerprintable(root: unknown, maxDepth: number): number {
   return keys;
 }
 
-/** Queues a container, checks a scalar; returns `BIGINT_VALUE` for a BigInt, else 0. */
+/** Queues a container, checks a scalar; returns `NON_JSON_VALUE` for one, else 0. */
 function visit(value: unknown, level: number, pending: object[], levels: number[]): number {
   // canonicalize serialises what toJSON returns (a Date's string): so does this walk. The hops
   // are bounded: a toJSON that returns its own object must not loop for ever.
@@ -75,27 +86,22 @@ function visit(value: unknown, level: number, pending: object[], levels: number[
     value = (value as { toJSON(): unknown }).toJSON();
   }
   if (typeof value === 'object' && value !== null) {
-    // JSON would see none of their content: two requests with different files, or different
-    // entries, would be "the same". A JSON body never holds them; GraphQL variables can (an
-    // upload scalar's promise, a scalar that parses to a Map or a Set).
+    // Its content is not there to see: two requests with different files would be "the same".
+    // A JSON body never holds one; GraphQL variables can (an upload scalar's promise).
     if (typeof (value as { then?: unknown }).then === 'function') {
       throw IdempotencyRejection.unfingerprintableRequest(
         'holds a promise (a file upload?), whose content cannot be fingerprinted before it is read',
       );
     }
-    if (value instanceof Map || value instanceof Set) {
-      throw IdempotencyRejection.unfingerprintableRequest(
-        `holds a ${value instanceof Map ? 'Map' : 'Set'}, which JSON cannot represent`,
-      );
-    }
     pending.push(value);
     levels.push(level);
+    return value instanceof Map || value instanceof Set ? NON_JSON_VALUE : 0;
   } else if (typeof value === 'number' && !Number.isFinite(value)) {
     throw IdempotencyRejection.unfingerprintableRequest(
       `holds ${value}, a number JSON cannot represent (a literal out of range, such as 1e400)`,
     );
   } else if (typeof value === 'bigint') {
-    return BIGINT_VALUE;
+    return NON_JSON_VALUE;
   }
   return 0;
 }
@@ -116,19 +122,22 @@ export function canonicalJson(value: unknown): string {
 
 /** `found`: the bits `assertFingerprintable` returned for `value`. */
 function canonicalJsonOfChecked(value: unknown, found: number): string {
-  const plain = found & BIGINT_VALUE ? bigIntsAsText(value) : value;
+  const plain = found & NON_JSON_VALUE ? asJsonValues(value) : value;
   const text = canonicalize(plain === undefined ? null : plain);
   if (text === undefined) throw new TypeError('value has no JSON representation');
   return text;
 }
 
 /**
- * A copy of `value` with each BigInt as its decimal text (canonicalize, as JSON.stringify,
- * throws on one). The operation's document is in the same fingerprint and types each variable,
- * so that text cannot be mistaken for a string variable. Recursive: `value` passed the depth
- * bound already. Only requests that hold a BigInt pay for the copy.
+ * A copy of `value` with what JSON has no form for as JSON: a BigInt as its decimal text
+ * (canonicalize, as JSON.stringify, throws on one), a Set as the array of its values, a Map as
+ * the array of its [key, value] pairs (JSON.stringify would give `{}` for both, losing their
+ * content), each in insertion order, as an array's. Where the value's type is known (a DTO's
+ * property, a GraphQL variable the operation's document types), that form cannot be mistaken
+ * for another value. Recursive: `value` passed the depth bound already. Only requests that hold
+ * such a value pay for the copy.
  */
-function bigIntsAsText(value: unknown): unknown {
+function asJsonValues(value: unknown): unknown {
   while (
     typeof value === 'object' &&
     value !== null &&
@@ -137,13 +146,16 @@ function bigIntsAsText(value: unknown): unknown {
     value = (value as { toJSON(): unknown }).toJSON();
   }
   if (typeof value === 'bigint') return value.toString();
-  if (Array.isArray(value)) return value.map(bigIntsAsText);
+  if (Array.isArray(value) || value instanceof Set) return Array.from(value, asJsonValues);
+  if (value instanceof Map) {
+    return Array.from(value, ([key, item]) => [asJsonValues(key), asJsonValues(item)]);
+  }
   if (typeof value !== 'object' || value === null) return value;
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
     // defineProperty: a `__proto__` key stays an own key of the copy, as it was of the value.
     Object.defineProperty(copy, key, {
-      value: bigIntsAsText((value as Record<string, unknown>)[key]),
+      value: asJsonValues((value as Record<string, unknown>)[key]),
       enumerable: true,
       writable: true,
       configurable: true,
