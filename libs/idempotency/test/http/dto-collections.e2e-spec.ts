@@ -47,7 +47,7 @@ describe('a DTO with a Set property on an @Idempotent() route', () => {
     await db.close();
   });
 
-  const post = (key: string, body: unknown) =>
+  const post = (key: string, body: object) =>
     request(app.getHttpServer()).post('/tagged').set('idempotency-key', key).send(body);
 
   it('runs, replays the same tags, and refuses other tags under the key', async () => {

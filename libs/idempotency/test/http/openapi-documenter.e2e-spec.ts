@@ -82,6 +82,44 @@ abstract class BaseDocumentedController {
 @Controller('documented-inherited')
 class InheritedDocumentedController extends BaseDocumentedController {}
 
+/** A base whose route only one subclass makes idempotent, with a class-level decorator. */
+abstract class BaseSharedController {
+  @Post()
+  create(@Body() body: { tag: string }) {
+    return { tag: body.tag };
+  }
+}
+
+@Controller('documented-shared-idempotent')
+@Idempotent()
+class SharedIdempotentController extends BaseSharedController {}
+
+@Controller('documented-shared-plain')
+class SharedPlainController extends BaseSharedController {}
+
+class CreatedDto {
+  id!: number;
+}
+
+/**
+ * As the @nestjs/swagger CLI plugin compiles a controller: the route's return type, recorded
+ * for @nestjs/swagger to apply when it builds the document; and a route whose guard only warns.
+ */
+@Controller('documented-plugin')
+class PluginDocumentedController {
+  constructor(private readonly effects: Effects) {}
+
+  static _OPENAPI_METADATA_FACTORY() {
+    return { create: { type: CreatedDto } };
+  }
+
+  @Post()
+  @Idempotent({ writeGuard: 'warn' })
+  async create(@Body() body: { tag: string }): Promise<CreatedDto> {
+    return { id: await this.effects.record('documented-plugin', body.tag) };
+  }
+}
+
 interface Operation {
   parameters?: { name: string; in: string; required?: boolean }[];
   responses: Record<string, { description: string; content?: Record<string, unknown> }>;
@@ -106,6 +144,9 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
           ClassDocumentedController,
           ClassLevelDocumentedController,
           InheritedDocumentedController,
+          SharedIdempotentController,
+          SharedPlainController,
+          PluginDocumentedController,
         ],
       },
     ));
@@ -169,6 +210,26 @@ describe('OpenAPI documentation of @Idempotent() routes (library)', () => {
     const plain = paths['/documented/plain'].post.responses;
     expect(JSON.stringify(plain['400'])).toContain(IdempotencyProblemType.missingKey);
     expect(JSON.stringify(plain['500'])).toContain(IdempotencyProblemType.writeOutsideTransaction);
+  });
+
+  it('leaves an inherited route undocumented where only a subclass makes it idempotent: the handler is shared', async () => {
+    const plain = paths['/documented-shared-plain'].post;
+    expect({ header: keyHeader(plain), statuses: Object.keys(plain.responses) }).toEqual({
+      header: undefined,
+      statuses: ['201'],
+    });
+    const keyless = await request(app.getHttpServer())
+      .post('/documented-shared-plain')
+      .send({ tag: 'shared-plain' });
+    expect(keyless.status).toBe(201);
+  });
+
+  it('keeps the type the CLI plugin recorded on the success response, and documents no refused write where the guard only warns', () => {
+    const { responses } = paths['/documented-plugin'].post;
+    expect(responses['201'].content).toHaveProperty(['application/json', 'schema', '$ref']);
+    expect(JSON.stringify(responses['500'])).not.toContain(
+      IdempotencyProblemType.writeOutsideTransaction,
+    );
   });
 
   it("keeps a route's own 500, and still adds the other problems", () => {

@@ -84,9 +84,12 @@ export class OpenApiDocumenter {
         const handler = descriptor.value as (...args: never[]) => unknown;
         if (documented.has(handler)) continue;
         if (SAFE_REQUEST_METHODS.has(Reflect.getMetadata(METHOD_METADATA, handler))) continue;
-        const route = routeOptions(this.reflector, metatype, handler);
+        // An inherited handler is one function, documented once for every class that extends
+        // the one defining it: only what that class says holds for all of them.
+        const owner = prototype === metatype.prototype ? metatype : prototype.constructor;
+        const route = routeOptions(this.reflector, owner, handler);
         if (!route) continue;
-        this.document(swagger, prototype, name, descriptor, route);
+        this.document(swagger, owner, name, descriptor, route);
         documented.add(handler);
       }
     }
@@ -94,20 +97,29 @@ export class OpenApiDocumenter {
 
   private document(
     swagger: SwaggerDecorators,
-    prototype: object,
+    controller: ControllerClass,
     name: string,
     descriptor: PropertyDescriptor,
     route: RouteOptions,
   ): void {
     const { headerName, maxKeyLength, lockTimeoutMs } = this.options;
     const { required } = route;
-    const guarded = (route.writeGuard ?? this.options.writeGuard) !== 'off';
+    // Only 'throw' refuses the write; 'warn' lets it through.
+    const guarded = (route.writeGuard ?? this.options.writeGuard) === 'throw';
     const handler = descriptor.value as object;
     // @nestjs/swagger documents a route's success response (201 for a POST, else 200, or its
-    // @HttpCode) only when the route has no @ApiResponse() at all: the library's would hide it.
+    // @HttpCode; with the type its CLI plugin recorded) only when the route has no
+    // @ApiResponse() at all: the library's would hide it, so it is written here.
+    const plugin = pluginResponse(controller, name);
     const success =
       Reflect.getMetadata(API_RESPONSE_METADATA, handler) === undefined
-        ? [swagger.ApiResponse({ status: successStatus(handler), description: '' })]
+        ? [
+            swagger.ApiResponse({
+              description: '',
+              ...plugin,
+              status: plugin.status ?? successStatus(handler),
+            }),
+          ]
         : [];
     const decorators = [
       ...success,
@@ -168,9 +180,7 @@ export class OpenApiDocumenter {
       }),
     ];
     // The route's own 500, if it documents one, says more about its handler than ours would.
-    const own500 =
-      documentsStatus(descriptor.value as object, 500) ||
-      documentsStatus(prototype.constructor, 500);
+    const own500 = documentsStatus(handler, 500) || documentsStatus(controller, 500);
     if (!own500) {
       decorators.push(
         swagger.ApiResponse(
@@ -190,7 +200,7 @@ export class OpenApiDocumenter {
         ),
       );
     }
-    for (const decorate of decorators) decorate(prototype, name, descriptor);
+    for (const decorate of decorators) decorate(controller.prototype as object, name, descriptor);
   }
 }
 
@@ -205,7 +215,7 @@ const METHOD_METADATA = 'method';
  * The route handlers of a controller class, its inherited ones included (Nest serves them, and
  * documents them): each name once, where the nearest class defines it.
  */
-function routeHandlers(metatype: { prototype: unknown }): [object, string, PropertyDescriptor][] {
+function routeHandlers(metatype: ControllerClass): [object, string, PropertyDescriptor][] {
   const handlers: [object, string, PropertyDescriptor][] = [];
   const seen = new Set<string>();
   for (
@@ -225,6 +235,36 @@ function routeHandlers(metatype: { prototype: unknown }): [object, string, Prope
     }
   }
   return handlers;
+}
+
+type ControllerClass = { prototype: unknown };
+
+// Where the @nestjs/swagger CLI plugin leaves what it read from a controller's source: a static
+// method of the class, called when the document is built.
+const PLUGIN_METADATA_FACTORY = '_OPENAPI_METADATA_FACTORY';
+
+/**
+ * What the @nestjs/swagger CLI plugin recorded as the route's response (its return type), as
+ * @nestjs/swagger reads it: the nearest class that has it, without the operation's own fields.
+ * @nestjs/swagger applies it only to a route with no response documented, which the library's
+ * problems would make every `@Idempotent()` route.
+ */
+function pluginResponse(controller: ControllerClass, name: string): Record<string, unknown> {
+  for (
+    let prototype = controller.prototype as { constructor?: unknown } | null;
+    prototype !== null && prototype !== Object.prototype;
+    prototype = Object.getPrototypeOf(prototype) as { constructor?: unknown } | null
+  ) {
+    const factory = (prototype.constructor as Record<string, unknown> | undefined)?.[
+      PLUGIN_METADATA_FACTORY
+    ];
+    if (typeof factory !== 'function') continue;
+    const entry = (factory as () => Record<string, Record<string, unknown> | undefined>)()[name];
+    if (!entry) continue;
+    const { summary: _summary, deprecated: _deprecated, tags: _tags, ...response } = entry;
+    if (Object.keys(response).length > 0) return response;
+  }
+  return {};
 }
 
 /** The status @nestjs/swagger documents for a route without @ApiResponse(), as it computes it. */
