@@ -22,14 +22,45 @@ describe('OpenAPI at /docs', () => {
   let app: INestApplication;
   let paths: Record<string, Record<string, Operation>>;
   let securitySchemes: Record<string, { bearerFormat?: string }>;
+  let schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }>;
 
   beforeAll(async () => {
     app = await createTestApp({}, (nest) => setUpOpenApi(nest));
     const res = await request(app.getHttpServer()).get('/docs-json').expect(200);
     paths = res.body.paths;
     securitySchemes = res.body.components.securitySchemes;
+    schemas = res.body.components.schemas;
   });
   afterAll(() => app.close());
+
+  it('documents the request bodies field by field, and the answers of the payments and the reads', () => {
+    expect(schemas.CreateOrderDto).toMatchObject({
+      properties: {
+        customerId: { type: 'string', minLength: 1, maxLength: 64 },
+        amountCents: { type: 'integer', minimum: 1, maximum: 100_000_000 },
+        currency: { enum: ['usd', 'eur', 'gbp'], default: 'usd' },
+        reference: { type: 'string' },
+      },
+      required: ['customerId', 'amountCents'],
+    });
+    expect(schemas.CreatePaymentDto).toMatchObject({
+      properties: { orderId: { format: 'uuid' }, amountCents: { type: 'integer' } },
+      required: ['orderId', 'amountCents'],
+    });
+    const pay = paths['/v1/payments'].post.responses;
+    expect(pay['201'].content).toHaveProperty([
+      'application/json',
+      'schema',
+      'properties',
+      'status',
+    ]);
+    for (const status of ['402', '404'])
+      expect(pay[status].content).toHaveProperty(['application/problem+json']);
+    for (const path of ['/v1/orders/{id}', '/v1/payments/{id}']) {
+      expect(paths[path].get.responses['200'].content).toHaveProperty(['application/json']);
+      expect(paths[path].get.responses['404'].content).toHaveProperty(['application/problem+json']);
+    }
+  });
 
   it.each([['/v1/orders'], ['/v1/payments']])(
     'documents the key header and the 400, 409, 422, 503 and 500 problems of POST %s',

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { ApiCreatedResponse } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse } from '@nestjs/swagger';
 import { Idempotent } from 'nestjs-pg-idempotency';
 import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
@@ -14,6 +14,7 @@ import {
 import { CreateOrderDto } from './create-order.dto';
 import { ORDER_VIEW_SCHEMA, toOrderView, type OrderView } from './order.view';
 import { OrdersService } from './orders.service';
+import { problemContent } from '../problems/problem.schema';
 
 @Controller('v1/orders')
 @ApiKeyRequired()
@@ -57,6 +58,11 @@ export class OrdersController {
   }
 
   @Get(':id')
+  @ApiOkResponse({ description: 'The order.', schema: ORDER_VIEW_SCHEMA })
+  @ApiNotFoundResponse({
+    description: 'No such order for this tenant (order_not_found).',
+    content: problemContent(404),
+  })
   async get(
     @Tenant() tenantId: string,
     @Param('id', new ParseUUIDPipe()) id: string,

@@ -18,3 +18,16 @@ export function toPaymentView(payment: Payment): PaymentView {
     providerChargeId: payment.providerChargeId,
   };
 }
+
+/** `PaymentView` in OpenAPI, for the routes that answer one. */
+export const PAYMENT_VIEW_SCHEMA = {
+  type: 'object',
+  required: ['id', 'orderId', 'amountCents', 'status', 'providerChargeId'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    orderId: { type: 'string', format: 'uuid' },
+    amountCents: { type: 'integer' },
+    status: { type: 'string', enum: ['pending', 'captured', 'declined'] },
+    providerChargeId: { type: 'string', nullable: true },
+  },
+};

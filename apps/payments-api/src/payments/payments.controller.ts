@@ -1,11 +1,18 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiResponse,
+} from '@nestjs/swagger';
 import { Idempotent, type IdempotentPhases, Phases } from 'nestjs-pg-idempotency';
 import { ApiKeyRequired } from '../auth/api-key.docs';
 import { Tenant } from '../auth/tenant.decorator';
 import { paymentFaults } from '../faults/demo-faults';
 import { DemoFault, WithDemoFaults } from '../faults/with-demo-faults.decorator';
 import { CreatePaymentDto } from './create-payment.dto';
-import type { PaymentView } from './payment.view';
+import { PAYMENT_VIEW_SCHEMA, type PaymentView } from './payment.view';
+import { problemContent } from '../problems/problem.schema';
 import { PaymentsService } from './payments.service';
 
 @Controller('v1/payments')
@@ -18,6 +25,19 @@ export class PaymentsController {
   @HttpCode(201)
   @WithDemoFaults('delay')
   @Idempotent({ phased: true })
+  @ApiCreatedResponse({
+    description: 'The captured payment; replays of its key answer these very bytes.',
+    schema: PAYMENT_VIEW_SCHEMA,
+  })
+  @ApiResponse({
+    status: 402,
+    description: 'The card was declined (payment_declined): stored, so its replays say the same.',
+    content: problemContent(402),
+  })
+  @ApiNotFoundResponse({
+    description: 'No such order for this tenant (order_not_found): stored.',
+    content: problemContent(404),
+  })
   capture(
     @Tenant() tenantId: string,
     @Body() dto: CreatePaymentDto,
@@ -28,6 +48,11 @@ export class PaymentsController {
   }
 
   @Get(':id')
+  @ApiOkResponse({ description: 'The payment.', schema: PAYMENT_VIEW_SCHEMA })
+  @ApiNotFoundResponse({
+    description: 'No such payment for this tenant (payment_not_found).',
+    content: problemContent(404),
+  })
   get(
     @Tenant() tenantId: string,
     @Param('id', new ParseUUIDPipe()) id: string,
