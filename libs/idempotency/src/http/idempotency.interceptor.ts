@@ -30,6 +30,7 @@ import { type Flight, InFlightKeys, type Landing } from './replay/in-flight-keys
 import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
+import { copyOfStored } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 import { debugEnabled } from '../shared/debug-enabled';
 
@@ -341,7 +342,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
       tenantId: request.id.tenantId,
       scope: request.id.scope,
       keyHash: request.label,
-      response: stored,
+      // A copy: `stored` may be the replay cache's entry, which a hook must not change for the
+      // replays after this one (headers go through setHeader).
+      response: copyOfStored(stored),
       setHeader: (name, value) => {
         headers[name.toLowerCase()] = value;
       },

@@ -158,3 +158,13 @@ function pickHeaders(
   }
   return headers;
 }
+
+/** A copy of `stored` that shares nothing with it: headers, arrays of headers and body. */
+export function copyOfStored(stored: StoredResponse): StoredResponse {
+  const headers: StoredResponse['headers'] = {};
+  for (const name in stored.headers) {
+    const value = stored.headers[name];
+    headers[name] = Array.isArray(value) ? [...value] : value;
+  }
+  return { ...stored, headers, body: Buffer.from(stored.body) };
+}

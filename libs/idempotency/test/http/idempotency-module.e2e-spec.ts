@@ -317,6 +317,35 @@ describe('a tenant resolver and an onReplay hook that return promises', () => {
   });
 });
 
+describe('an onReplay hook that changes the response it is given', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    ({ app } = await createLibraryApp(
+      IdempotencyModule.forRoot({
+        // Misuse: headers go through setHeader. The replay cache (on) must not keep the edit.
+        onReplay: (replay) => {
+          (replay.response.headers as Record<string, string>)['x-edited'] = 'by the hook';
+          replay.response.body.fill(0x20);
+        },
+      }),
+    ));
+  });
+  afterAll(() => app.close());
+
+  it('changes neither that replay nor the ones after it', async () => {
+    const k = key();
+    const t = tag();
+    const send = () =>
+      request(app.getHttpServer()).post('/widgets').set('idempotency-key', k).send({ tag: t });
+    const first = await send().expect(201);
+    for (let replay = 0; replay < 3; replay++) {
+      const res = await send().expect(201);
+      expect(res.text).toBe(first.text);
+      expect(res.headers['x-edited']).toBeUndefined();
+    }
+  });
+});
+
 describe('IdempotencyModule.forRootAsync with every option set', () => {
   let app: INestApplication;
   let dataSource: DataSource;
