@@ -67,8 +67,11 @@ export async function settleHandler(
   }
   // A returned result is the handler's success (redirects included): its writes commit with it.
   // Only a returned error status goes through the policy.
-  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode, undefined))
+  if (captured.statusCode >= 400 && !options.shouldStore(captured.statusCode, undefined)) {
+    // Released: its writes roll back, so a Location would point at nothing.
+    delete captured.headers.location;
     throw new UnstoredOutcome(captured);
+  }
   assertStorable(captured, request, options);
   return { response: captured, failed: false };
 }

@@ -42,6 +42,20 @@ class AnswersController {
     throw new ServiceUnavailableException('the warehouse did not answer');
   }
 
+  /** Points at what it wrote, then answers a 503 it returns instead of throwing: released. */
+  @Post('returned-unavailable-after-location')
+  @Idempotent()
+  async returnedUnavailableAfterLocation(
+    @Body() body: { tag: string },
+    @Res({ passthrough: true })
+    res: { setHeader(name: string, value: string): void; status(code: number): unknown },
+  ) {
+    const id = await this.effects.record('answers/returned-unavailable', body.tag);
+    res.setHeader('location', `/things/${id}`);
+    res.status(503);
+    return { retry: 'later' };
+  }
+
   @Post('optional-failing')
   @Idempotent({ required: false })
   optionalFailing() {
@@ -97,6 +111,19 @@ describe('failure answers', () => {
       .send({ tag });
     expect(res.status).toBe(503);
     expect(res.body.message).toBe('the warehouse did not answer');
+    expect(res.headers.location).toBeUndefined();
+    expect(await db.query(`SELECT 1 FROM library_test_effects WHERE tag = $1`, [tag])).toEqual([]);
+  });
+
+  it('sends a returned status it does not store without the Location of what it rolled back', async () => {
+    const key = randomUUID();
+    const tag = `returned-unavailable-${key}`;
+    const res = await request(app.getHttpServer())
+      .post('/answers/returned-unavailable-after-location')
+      .set('idempotency-key', key)
+      .send({ tag });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ retry: 'later' });
     expect(res.headers.location).toBeUndefined();
     expect(await db.query(`SELECT 1 FROM library_test_effects WHERE tag = $1`, [tag])).toEqual([]);
   });
