@@ -74,17 +74,7 @@ export function assertFingerprintable(root: unknown, maxDepth: number): number {
 
 /** Queues a container, checks a scalar; returns `NON_JSON_VALUE` for one, else 0. */
 function visit(value: unknown, level: number, pending: object[], levels: number[]): number {
-  // canonicalize serialises what toJSON returns (a Date's string): so does this walk. The hops
-  // are bounded: a toJSON that returns its own object must not loop for ever.
-  let hops = 0;
-  while (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { toJSON?: unknown }).toJSON instanceof Function
-  ) {
-    if (++hops > MAX_BODY_DEPTH) throw tooDeep();
-    value = (value as { toJSON(): unknown }).toJSON();
-  }
+  value = throughToJson(value);
   if (typeof value === 'object' && value !== null) {
     // Its content is not there to see: two requests with different files would be "the same".
     // A JSON body never holds one; GraphQL variables can (an upload scalar's promise).
@@ -104,6 +94,24 @@ function visit(value: unknown, level: number, pending: object[], levels: number[
     return NON_JSON_VALUE;
   }
   return 0;
+}
+
+/**
+ * What canonicalize serialises in place of `value`: what its toJSON returns (a Date's string),
+ * hop after hop. The hops are bounded: a toJSON that returns its own object must not loop for
+ * ever.
+ */
+function throughToJson(value: unknown): unknown {
+  let hops = 0;
+  while (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { toJSON?: unknown }).toJSON instanceof Function
+  ) {
+    if (++hops > MAX_BODY_DEPTH) throw tooDeep();
+    value = (value as { toJSON(): unknown }).toJSON();
+  }
+  return value;
 }
 
 const tooDeep = () =>
@@ -138,13 +146,7 @@ function canonicalJsonOfChecked(value: unknown, found: number): string {
  * such a value pay for the copy.
  */
 function asJsonValues(value: unknown): unknown {
-  while (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { toJSON?: unknown }).toJSON instanceof Function
-  ) {
-    value = (value as { toJSON(): unknown }).toJSON();
-  }
+  value = throughToJson(value);
   if (typeof value === 'bigint') return value.toString();
   if (Array.isArray(value) || value instanceof Set) return Array.from(value, asJsonValues);
   if (value instanceof Map) {

@@ -198,6 +198,12 @@ export function recordFailure(error: unknown): unknown {
     : error;
 }
 
+/** Gives the transaction back the `lock_timeout` the claim's bound replaced (`RESTORE_LOCK_TIMEOUT`). */
+export const RESTORE_LOCK_TIMEOUT_STATEMENT: SqlStatement = {
+  text: RESTORE_LOCK_TIMEOUT,
+  values: [],
+};
+
 /**
  * Marks where a stored failure rolls the handler's writes back to, keeping the claim, and
  * gives the handler the `lock_timeout` it had before the claim (the claim's bound is for the
@@ -205,7 +211,7 @@ export function recordFailure(error: unknown): unknown {
  * the claim.
  */
 export const SAVEPOINT_STATEMENTS: readonly SqlStatement[] = [
-  { text: RESTORE_LOCK_TIMEOUT, values: [] },
+  RESTORE_LOCK_TIMEOUT_STATEMENT,
   { text: 'SAVEPOINT idempotency_handler', values: [] },
 ];
 

@@ -10,6 +10,7 @@ import {
   readStatement,
   recordFailure,
   recordStatement,
+  RESTORE_LOCK_TIMEOUT_STATEMENT,
   ROLLBACK_TO_SAVEPOINT,
   SAVEPOINT,
 } from './idempotency-key.statements';
@@ -17,10 +18,7 @@ import type { KeyId } from './key-id';
 import { runKeyStatement } from './run-key-statement';
 import type { RecordedResponse } from './sealing/sealed-response';
 import type { SqlStatement } from '../shared/sql-literals';
-import { RESTORE_LOCK_TIMEOUT } from '../shared/lock-timeout';
 import { TransactionHostRef } from './transaction-host.ref';
-
-const RESTORE_STATEMENT: SqlStatement = { text: RESTORE_LOCK_TIMEOUT, values: [] };
 
 /**
  * Sends the key statements one round trip each, on the current transaction (`txHost.tx`), so
@@ -79,9 +77,9 @@ export class IdempotencyKeyStore {
     await this.run(SAVEPOINT);
   }
 
-  /** Gives the transaction back the `lock_timeout` a claim's bound replaced (`RESTORE_LOCK_TIMEOUT`). */
+  /** Gives the transaction back the `lock_timeout` a claim's bound replaced. */
   async restoreLockTimeout(): Promise<void> {
-    await this.run(RESTORE_STATEMENT);
+    await this.run(RESTORE_LOCK_TIMEOUT_STATEMENT);
   }
 
   async rollbackToSavepoint(): Promise<void> {
