@@ -153,6 +153,10 @@ describe('claimFailure', () => {
     expect((failure as ClaimConflictError).lockTimeout).toBe(true);
   });
 
+  it('turns the app’s statement_timeout ending the same wait into a 409 conflict that waited', () => {
+    expect(claimFailure(withCode('57014'))).toMatchObject({ lockTimeout: true });
+  });
+
   it('turns a serialization failure into a 409 conflict that did not wait out the timeout', () => {
     expect(claimFailure(withCode('40001'))).toMatchObject({ lockTimeout: false });
   });

@@ -5,6 +5,7 @@ import { isSealed, type RecordedResponse } from './sealing/sealed-response';
 import {
   ClaimConflictError,
   isLockTimeout,
+  isQueryCanceled,
   isSerializationFailure,
   sqlState,
 } from '../shared/postgres-errors';
@@ -119,11 +120,12 @@ export function claimResultFrom(rows: unknown[]): ClaimResult {
 
 /**
  * A claim statement's error (this one's or the phased mode's) as the caller must see it: a
- * lock timeout, or the serialization failure of a stricter isolation level after the twin
+ * lock timeout (or the app's `statement_timeout`, shorter than `lockTimeoutMs`, ending the
+ * same wait), or the serialization failure of a stricter isolation level after the twin
  * committed, are the 409 cases.
  */
 export function claimFailure(error: unknown): unknown {
-  if (isLockTimeout(error)) return new ClaimConflictError(true);
+  if (isLockTimeout(error) || isQueryCanceled(error)) return new ClaimConflictError(true);
   if (isSerializationFailure(error)) return new ClaimConflictError(false);
   return error;
 }

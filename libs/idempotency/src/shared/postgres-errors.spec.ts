@@ -1,5 +1,9 @@
 import { BadGatewayException } from '@nestjs/common';
-import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
+import {
+  QueryFailedError,
+  QueryRunnerAlreadyReleasedError,
+  QueryRunnerProviderAlreadyReleasedError,
+} from 'typeorm';
 import { isDatabaseUnavailable } from './postgres-errors';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -40,6 +44,10 @@ describe('isDatabaseUnavailable', () => {
     [
       "TypeORM's runner released after its connection failed",
       new QueryRunnerAlreadyReleasedError(),
+    ],
+    [
+      "TypeORM's entity manager on a runner released after its connection failed",
+      new QueryRunnerProviderAlreadyReleasedError(),
     ],
   ])('classifies %s as unavailable', (_name, error) => {
     expect(isDatabaseUnavailable(error)).toBe(true);

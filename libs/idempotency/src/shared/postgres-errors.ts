@@ -11,6 +11,14 @@ export function isSerializationFailure(error: unknown): boolean {
   return sqlState(error) === '40001';
 }
 
+/**
+ * SQLSTATE 57014 query_canceled: the app's `statement_timeout` (or a cancel request) ended a
+ * statement. Met by a claim, it ended the claim's wait on a twin before `lock_timeout` did.
+ */
+export function isQueryCanceled(error: unknown): boolean {
+  return sqlState(error) === '57014';
+}
+
 /** SQLSTATE of a pg error, directly or wrapped by TypeORM's QueryFailedError. */
 export function sqlState(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
@@ -75,10 +83,14 @@ const UNAVAILABLE_MESSAGES = [
 
 /**
  * TypeORM releases a query runner whose connection emitted an error, and every later statement
- * on it throws this. A request's own runner is released only when its transaction ends, after
- * the handler: met during the request, it means the connection was lost under it.
+ * on it throws one of these (the second from an entity manager's `query` and `transaction`). A
+ * request's own runner is released only when its transaction ends, after the handler: met
+ * during the request, they mean the connection was lost under it.
  */
-const RELEASED_RUNNER = 'QueryRunnerAlreadyReleasedError';
+const RELEASED_RUNNER = new Set([
+  'QueryRunnerAlreadyReleasedError',
+  'QueryRunnerProviderAlreadyReleasedError',
+]);
 
 /**
  * Whether an error says the database could not be reached, rather than that a statement failed:
@@ -108,7 +120,7 @@ function unavailable(error: unknown, depth: number): boolean {
     getStatus?: unknown;
   };
   if (typeof getStatus === 'function') return false; // an HttpException: the app's own answer
-  if (name === RELEASED_RUNNER) return true;
+  if (typeof name === 'string' && RELEASED_RUNNER.has(name)) return true;
   if (typeof code === 'string') {
     if (code.length === 5 && code.startsWith('08')) {
       if (code !== PROTOCOL_VIOLATION || severity === SESSION_ENDED) return true;

@@ -111,11 +111,7 @@ describe('lock waits of a claim', () => {
 
   it('leaves no prepared statement behind when claims time out on a fresh session', async () => {
     const key = randomUUID();
-    const holder = await db.holdUncommitted(
-      `INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
-       VALUES ('', 'POST /widgets', $1, 'twin', 'in_progress', now() + interval '1 hour')`,
-      [key],
-    );
+    const holder = await db.holdRunningClaim('POST /widgets', key);
     try {
       // The session loses its statements: each claim below would prepare them again.
       await dataSource.query('DISCARD ALL');

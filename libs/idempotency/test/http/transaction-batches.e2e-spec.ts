@@ -68,6 +68,22 @@ async function effects(dataSource: DataSource, tagValue: string): Promise<string
   return rows.map((row) => row.route);
 }
 
+/**
+ * The connection the pool hands out next (the one just released, if it kept it) is in no
+ * transaction: nothing is pending on it.
+ */
+async function expectNextConnectionOutsideTransaction(pool: Pool): Promise<void> {
+  const next = await pool.connect();
+  try {
+    const { rows } = await next.query<{ xid: string | null }>(
+      'SELECT pg_current_xact_id_if_assigned()::text AS xid',
+    );
+    expect(rows).toEqual([{ xid: null }]);
+  } finally {
+    next.release();
+  }
+}
+
 async function keyRow(dataSource: DataSource, idemKey: string) {
   const [row] = await dataSource.query(
     `SELECT idem_key, status, response_code, convert_from(response_body, 'UTF8') AS body
@@ -234,17 +250,7 @@ describe('atomic transactions opened by the library (the default)', () => {
     ).rejects.toThrow('the work fails');
     expect(await effects(dataSource, t)).toEqual([]);
     expect(pool.totalCount - pool.idleCount).toBe(0);
-    // The connection the pool hands out next (the one just released, if it kept it) is in no
-    // transaction: the insert above is not pending on it.
-    const next = await pool.connect();
-    try {
-      const { rows } = await next.query<{ xid: string | null }>(
-        'SELECT pg_current_xact_id_if_assigned()::text AS xid',
-      );
-      expect(rows).toEqual([{ xid: null }]);
-    } finally {
-      next.release();
-    }
+    await expectNextConnectionOutsideTransaction(pool);
   });
 
   it('prepares its statements again when the session lost them (DEALLOCATE ALL, a pooler)', async () => {
@@ -342,6 +348,30 @@ describe('atomic transactions with a subscriber of TypeORM’s transaction event
     expect(sent[0]).toMatch(/^START TRANSACTION;\n/);
     expect(sent[sent.length - 1]).toMatch(/;\nCOMMIT$/);
     expect(await effects(dataSource, t)).toEqual(['widgets']);
+  });
+
+  it('commits the whole transaction when the work left a savepoint open, the record with it', async () => {
+    const t = tag();
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    heard.length = 0;
+    await BatchedTransaction.run(dataSource, { afterStart: [] }, async (transaction) => {
+      await transaction.manager.query(
+        `INSERT INTO library_test_effects (route, tag) VALUES ('left-open', $1)`,
+        [t],
+      );
+      // A nested transaction (a savepoint) the work opens and never ends.
+      await transaction.manager.queryRunner?.startTransaction();
+      transaction.commitWith([
+        {
+          text: `INSERT INTO library_test_effects (route, tag) VALUES ('record', $1)`,
+          values: [t],
+        },
+      ]);
+    });
+    expect(await effects(dataSource, t)).toEqual(['left-open', 'record']);
+    expect(heard).toEqual(expect.arrayContaining(['afterTransactionCommit']));
+    expect(pool.totalCount - pool.idleCount).toBe(0);
+    await expectNextConnectionOutsideTransaction(pool);
   });
 
   it('tells it of the rollback when the handler fails transiently', async () => {

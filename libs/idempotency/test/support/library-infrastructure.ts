@@ -14,6 +14,8 @@ export interface InfrastructureOptions {
   defaultTxOptions?: { isolationLevel?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' };
   /** Connections in the pool (node-postgres's default, 10, when unset). */
   poolSize?: number;
+  /** The sessions' `statement_timeout` (node-postgres's connection option), in ms. */
+  statementTimeoutMs?: number;
   /** The DataSource's migrations. Default: the library's (`libraryMigrations`). */
   migrations?: MixedList<string | (new () => MigrationInterface)>;
   /** The DataSource's entities (a suite that writes through repositories). Default none. */
@@ -50,7 +52,10 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       entities: options.entities,
       subscribers: options.subscribers,
       isolationLevel: options.isolationLevel,
-      ...(options.poolSize ? { extra: { max: options.poolSize } } : {}),
+      extra: {
+        ...(options.poolSize ? { max: options.poolSize } : {}),
+        ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+      },
     }),
     options.pluginOnly
       ? ClsModule.registerPlugins([plugin])

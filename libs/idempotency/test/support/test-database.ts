@@ -42,6 +42,15 @@ export class TestDatabase {
     };
   }
 
+  /** A twin of `scope`'s `key` still running: its claim inserted and not committed (no tenant). */
+  holdRunningClaim(scope: string, key: string): Promise<{ rollback(): Promise<void> }> {
+    return this.holdUncommitted(
+      `INSERT INTO idempotency_keys (tenant_id, endpoint, idem_key, request_hash, status, expires_at)
+       VALUES ('', $1, $2, 'twin', 'in_progress', now() + interval '1 hour')`,
+      [scope, key],
+    );
+  }
+
   close(): Promise<void> {
     return this.pool.end();
   }

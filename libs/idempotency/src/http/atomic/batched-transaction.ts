@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { isLockTimeout, isSerializationFailure, sqlState } from '../../shared/postgres-errors';
+import { sqlState } from '../../shared/postgres-errors';
 import { type EscapeLiteral, inlineParameters, type SqlStatement } from '../../shared/sql-literals';
 import type { CoalescedWrites, CorkableStream } from './coalesced-writes';
 import { type PreparedStatements, UNKNOWN_PREPARED_STATEMENT } from './prepared-statements';
@@ -150,6 +150,9 @@ export class BatchedTransaction {
         await transaction.commitQuietly(client);
         ended(queryRunner);
       } else {
+        // TypeORM commits one level: under a savepoint the work left open it would send RELEASE
+        // SAVEPOINT, without the record, and leave the transaction open. COMMIT ends them all.
+        transactionState(queryRunner).transactionDepth = 1;
         await queryRunner.commitTransaction();
       }
       return result;
@@ -395,13 +398,18 @@ function hearsTransactionEvents(dataSource: DataSource): boolean {
 }
 
 /**
- * Whether a batch's error came after its PREPAREs ran. A lock timeout or a serialization
- * failure is the claim's (or COMMIT's) wait on a twin, and a batch's PREPAREs come before the
- * statements they serve; a PREPARE does not lock rows. Counting them as not run would prepare
- * them again under new names on every such failure, and the session would keep each copy.
+ * Whether a batch's error came after its PREPAREs ran. They open their batch (after START
+ * TRANSACTION alone), so any error comes after them but one a PREPARE raises itself: class 42
+ * (its text, or a table it names), 25P02 (the transaction was already aborted: a COMMIT batch
+ * after a failure the handler swallowed) or a lost session, whose statements are gone with it.
+ * Counting the rest as not run (the claim cancelled by the app's `statement_timeout` while it
+ * waited on a twin, say) would prepare them again under new names, and the session would keep
+ * every copy.
  */
 function failedAfterPrepares(error: unknown): boolean {
-  return isLockTimeout(error) || isSerializationFailure(error);
+  const state = sqlState(error);
+  if (state === undefined || state.startsWith('08') || state.startsWith('42')) return false;
+  return state !== '25P02' && state !== UNKNOWN_PREPARED_STATEMENT;
 }
 
 /** The rows of each statement that returns rows (SELECT, EXECUTE of one); undefined for the rest. */
