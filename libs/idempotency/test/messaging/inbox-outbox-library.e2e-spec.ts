@@ -154,6 +154,19 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(await effectsOf(id)).toBe(1);
     });
 
+    it('does not apply a message whose handler left a failing statement running', async () => {
+      const id = randomUUID();
+      await expect(
+        inbox.process('lib-consumer', id, async () => {
+          await effects.record(id);
+          // Sent and not awaited: it fails after the handler returned.
+          void txHost.tx.query('SELECT pg_sleep(0.05), 1 / 0').catch(() => undefined);
+        }),
+      ).rejects.toThrow(/went on after a failed statement/);
+      expect(await claims('lib-consumer', id)).toBe(0);
+      expect(await effectsOf(id)).toBe(0);
+    });
+
     it('applies 20 simultaneous deliveries of one message once', async () => {
       const id = randomUUID();
       const outcomes = await Promise.all(

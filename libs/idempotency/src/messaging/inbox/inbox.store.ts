@@ -113,6 +113,8 @@ export class InboxStore {
    * transaction aborted, and its COMMIT then rolls back without an error: the message would
    * be acknowledged with nothing applied. `assertUsable` finds that out with one statement, sent
    * only when something failed (a failure inside a savepoint the handler rolled back is fine).
+   * It first waits for the statements still running: one the handler sent without awaiting it
+   * fails after the handler returned, and would abort the transaction just the same.
    */
   watchStatements(): { assertUsable(): Promise<void>; stop(): void } {
     const runner = this.runner();
@@ -120,9 +122,17 @@ export class InboxStore {
     const before = Object.getOwnPropertyDescriptor(runner, 'query');
     const send = runner.query.bind(runner) as (...args: unknown[]) => Promise<unknown>;
     let failure: unknown;
+    const running = new Set<Promise<unknown>>();
     runner.query = ((...args: unknown[]) => {
       const sent = send(...args);
-      sent.catch((error: unknown) => (failure ??= error));
+      running.add(sent);
+      sent.then(
+        () => running.delete(sent),
+        (error: unknown) => {
+          running.delete(sent);
+          failure ??= error;
+        },
+      );
       return sent;
     }) as QueryRunner['query'];
     const stop = () => {
@@ -132,6 +142,7 @@ export class InboxStore {
     return {
       stop,
       assertUsable: async () => {
+        if (running.size > 0) await Promise.allSettled(running);
         if (failure === undefined) return;
         stop();
         try {
