@@ -16,12 +16,12 @@ const bodyTypes = new WeakMap<Handler, ClassType | null>();
 function bodyType(controller: object, handler: Handler): ClassType | null {
   const cached = bodyTypes.get(handler);
   if (cached !== undefined) return cached;
+  const name = methodName(controller, handler);
   const args =
-    (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller.constructor, handler.name) as
+    (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller.constructor, name) as
       Record<string, { index: number; data?: unknown }> | undefined) ?? {};
   const paramTypes =
-    (Reflect.getMetadata('design:paramtypes', controller, handler.name) as unknown[] | undefined) ??
-    [];
+    (Reflect.getMetadata('design:paramtypes', controller, name) as unknown[] | undefined) ?? [];
   let found: ClassType | null = null;
   for (const [name, arg] of Object.entries(args)) {
     const isWholeBody = name.split(':')[0] === BODY_PARAMTYPE && arg.data === undefined;
@@ -32,6 +32,28 @@ function bodyType(controller: object, handler: Handler): ClassType | null {
   }
   bodyTypes.set(handler, found);
   return found;
+}
+
+/**
+ * The property that holds `handler` on the controller's prototype chain: Nest and TypeScript key
+ * a route's parameter metadata by it. Found by identity, because a method decorator that wraps
+ * the handler (a tracing span, say) gives the function it puts there a `name` of its own.
+ */
+function methodName(controller: object, handler: Handler): string {
+  for (
+    let prototype: object | null = controller;
+    prototype !== null && prototype !== Object.prototype;
+    prototype = Object.getPrototypeOf(prototype) as object | null
+  ) {
+    for (const name of Object.getOwnPropertyNames(prototype)) {
+      if (
+        name !== 'constructor' &&
+        Object.getOwnPropertyDescriptor(prototype, name)?.value === handler
+      )
+        return name;
+    }
+  }
+  return handler.name;
 }
 
 /**
@@ -180,8 +202,51 @@ export function bodyWithDefaults(controller: object, handler: Handler, body: unk
       return body;
     }
   }
-  for (const field of unstableDefaultsOf(type)) {
-    if (!(field in body)) delete withDefaults[field];
-  }
+  leaveOutUnstableDefaults(withDefaults, body, 0);
   return withDefaults;
+}
+
+/**
+ * Leaves out of `value` the defaults that differ on every creation and that `sent` (the body's
+ * part at the same place) did not give: in the DTO itself and in every object class-transformer
+ * built of a class below it (`@Type`), in arrays too. A nested line's timestamp would make every
+ * honest retry look like another request as well.
+ */
+function leaveOutUnstableDefaults(value: object, sent: unknown, depth: number): void {
+  const given = typeof sent === 'object' && sent !== null ? (sent as Record<string, unknown>) : {};
+  const fields = value as Record<string, unknown>;
+  if (isDtoInstance(value)) {
+    const type = (Object.getPrototypeOf(value) as { constructor: ClassType }).constructor;
+    for (const field of unstableDefaultsOf(type)) {
+      if (!(field in given)) delete fields[field];
+    }
+  }
+  if (depth >= MAX_BODY_DEPTH) return;
+  for (const field of Object.keys(fields)) {
+    const inner = fields[field];
+    if (typeof inner !== 'object' || inner === null) continue;
+    const sentInner: unknown = Array.isArray(given)
+      ? (given as unknown[])[Number(field)]
+      : given[field];
+    const walked =
+      Array.isArray(inner) ||
+      Object.getPrototypeOf(inner) === Object.prototype ||
+      isDtoInstance(inner);
+    if (walked) leaveOutUnstableDefaults(inner, sentInner, depth + 1);
+  }
+}
+
+/** An instance of a class of the app's (a DTO), not a plain object, an array or a built-in. */
+function isDtoInstance(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  return (
+    prototype !== null &&
+    prototype !== Object.prototype &&
+    !Array.isArray(value) &&
+    !(value instanceof Date) &&
+    !(value instanceof Map) &&
+    !(value instanceof Set) &&
+    !(value instanceof RegExp) &&
+    !ArrayBuffer.isView(value)
+  );
 }

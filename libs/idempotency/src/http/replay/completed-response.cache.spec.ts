@@ -27,11 +27,20 @@ describe('CompletedResponseCache', () => {
     );
     cache.set(id('short'), 'h', response('x'), 5_000);
     cache.set(id('long'), 'h', response('y'), 3_600_000);
-    jest.setSystemTime(1_000_000 + 4_001);
+    jest.advanceTimersByTime(4_001);
     expect(cache.get(id('short'))).toBeUndefined();
     expect(cache.get(id('long'))).toBeDefined();
-    jest.setSystemTime(1_000_000 + 60_001);
+    jest.advanceTimersByTime(56_000);
     expect(cache.get(id('long'))).toBeUndefined();
+  });
+
+  it('ends an entry with its row even when the wall clock steps back (NTP)', () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    const cache = new CompletedResponseCache(resolveOptions({}));
+    cache.set(id('k'), 'h', response('x'), 5_000);
+    jest.setSystemTime(1_000_000 - 3_600_000);
+    jest.advanceTimersByTime(4_001);
+    expect(cache.get(id('k'))).toBeUndefined();
   });
 
   it('drops the least recently used beyond maxEntries, and skips large bodies and a disabled cache', () => {

@@ -11,7 +11,10 @@ interface CachedOutcome {
   /** The text of a request the outcome answers (`verbatimRequest`), if known. */
   verbatim?: string;
   response: StoredResponse;
-  /** Epoch ms after which the entry is not used (never later than the row's expiry). */
+  /**
+   * `performance.now()` after which the entry is not used (never later than the row's expiry):
+   * a monotonic clock, so a wall clock stepped back (NTP) cannot keep it past its row.
+   */
   usableUntil: number;
 }
 
@@ -40,7 +43,7 @@ export class CompletedResponseCache {
     const name = keyIdentity(id);
     const entry = this.entries.get(name); // the most recently used from now on
     if (!entry) return undefined;
-    if (entry.usableUntil > Date.now()) return entry;
+    if (entry.usableUntil > performance.now()) return entry;
     this.entries.delete(name);
     return undefined;
   }
@@ -80,7 +83,7 @@ export class CompletedResponseCache {
       requestHash,
       verbatim,
       response,
-      usableUntil: Date.now() + lifetime,
+      usableUntil: performance.now() + lifetime,
     });
   }
 }

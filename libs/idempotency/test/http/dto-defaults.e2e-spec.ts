@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
+import { Type } from 'class-transformer';
+import { IsArray, IsInt, IsOptional, IsString, ValidateNested } from 'class-validator';
+import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
+import request from 'supertest';
+import { TestDatabase } from '../support/test-database';
+import { createLibraryApp, Effects } from './library-app';
+
+/** A basket line whose defaults differ on every creation: a timestamp and a random id. */
+class LineDto {
+  @IsString()
+  sku!: string;
+
+  @IsOptional()
+  @IsInt()
+  quantity: number = 1;
+
+  @IsOptional()
+  @IsString()
+  addedAt: string = new Date(Date.now() + Math.random()).toISOString();
+
+  @IsOptional()
+  @IsString()
+  lineId: string = randomUUID();
+}
+
+class BasketDto {
+  @IsString()
+  tag!: string;
+
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => LineDto)
+  lines: LineDto[] = [];
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => LineDto)
+  gift?: LineDto;
+}
+
+class OrderDto {
+  @IsString()
+  tag!: string;
+
+  @IsOptional()
+  @IsInt()
+  quantity: number = 1;
+}
+
+/** A tracing decorator as apps write them: the handler wrapped, its metadata copied over. */
+function Traced(): MethodDecorator {
+  return (_target, _name, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => unknown;
+    const withSpan = function (this: unknown, ...args: unknown[]) {
+      return original.apply(this, args);
+    };
+    for (const key of Reflect.getMetadataKeys(original)) {
+      Reflect.defineMetadata(key, Reflect.getMetadata(key, original), withSpan);
+    }
+    descriptor.value = withSpan;
+  };
+}
+
+@Controller('defaults')
+class DefaultsController {
+  constructor(private readonly effects: Effects) {}
+
+  @Post('basket')
+  @Idempotent()
+  async basket(@Body() body: BasketDto) {
+    return { id: await this.effects.record('basket', body.tag), lines: body.lines.length };
+  }
+
+  @Traced()
+  @Post('traced')
+  @Idempotent()
+  async traced(@Body() body: OrderDto) {
+    return { id: await this.effects.record('traced', body.tag), quantity: body.quantity };
+  }
+}
+
+/**
+ * The fingerprint counts a DTO's defaults as sent (`{}` and `{ quantity: 1 }` are one request)
+ * and leaves out those that differ on every creation: in nested DTOs too, and on a handler a
+ * method decorator wrapped. Without the replay cache, so that each retry meets the database's
+ * fingerprint, as one reaching another process does.
+ */
+describe('DTO defaults in the fingerprint', () => {
+  let app: INestApplication;
+  const db = new TestDatabase();
+  beforeAll(async () => {
+    ({ app } = await createLibraryApp(
+      IdempotencyModule.forRoot({ replayCache: false, cleanup: false }),
+      undefined,
+      {},
+      { controllers: [DefaultsController] },
+    ));
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  const post = (path: string, key: string, body: object) =>
+    request(app.getHttpServer()).post(`/defaults/${path}`).set('idempotency-key', key).send(body);
+  const effects = async (tag: string) =>
+    (await db.query('SELECT 1 FROM library_test_effects WHERE tag = $1', [tag])).length;
+
+  it('replays a retry of a body whose nested lines have unstable defaults, and runs once', async () => {
+    const key = randomUUID();
+    const tag = `basket-${key}`;
+    const body = { tag, lines: [{ sku: 'a' }, { sku: 'b', quantity: 2 }], gift: { sku: 'g' } };
+    const first = await post('basket', key, body);
+    expect(first.status).toBe(201);
+    const retry = await post('basket', key, body);
+    expect({ status: retry.status, text: retry.text }).toEqual({ status: 201, text: first.text });
+    // A nested default given explicitly is the same request; another value is not.
+    const explicit = await post('basket', key, {
+      ...body,
+      lines: [{ sku: 'a', quantity: 1 }, body.lines[1]],
+    });
+    expect(explicit.text).toBe(first.text);
+    expect(
+      (await post('basket', key, { ...body, lines: [{ sku: 'a', quantity: 3 }] })).status,
+    ).toBe(422);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('reads the DTO of a handler a method decorator wrapped: a default sent explicitly replays', async () => {
+    const key = randomUUID();
+    const tag = `traced-${key}`;
+    const first = await post('traced', key, { tag });
+    expect(first.status).toBe(201);
+    expect(first.body.quantity).toBe(1);
+    const explicit = await post('traced', key, { tag, quantity: 1 });
+    expect({ status: explicit.status, text: explicit.text }).toEqual({
+      status: 201,
+      text: first.text,
+    });
+    expect(await effects(tag)).toBe(1);
+  });
+});
