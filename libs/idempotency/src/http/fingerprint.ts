@@ -21,6 +21,8 @@ export interface FingerprintInput {
   headers?: Record<string, string | undefined>;
   /** Uploaded files, digested (`uploadedFileDigests`); absent on a request without any. */
   files?: readonly UploadedFileDigest[];
+  /** The parameters of a controller's `host` pattern (`:account.example.com`); absent without. */
+  hosts?: Record<string, unknown>;
 }
 
 /** Keys `assertFingerprintable` reports, as bits: class-transformer drops both kinds. */
@@ -180,6 +182,7 @@ export function requestFingerprint(input: FingerprintInput): string {
     headers: input.headers ?? {},
     // Only when there are files: every other request keeps the fingerprint it always had.
     ...(input.files && { files: input.files }),
+    ...(input.hosts && { hosts: input.hosts }),
   };
   // One level more: the request object around the body.
   const found = assertFingerprintable(request, MAX_BODY_DEPTH + 1);

@@ -12,6 +12,8 @@ export interface HttpRequestLike {
   query?: unknown;
   body?: unknown;
   route?: { path?: unknown };
+  /** The parameters of the controller's `host` pattern, where it has some (Nest sets them). */
+  hosts?: Record<string, unknown>;
   routeOptions?: { url?: string };
   /** Express's application, with its settings. */
   app?: { settings?: Record<string, unknown> };

@@ -39,6 +39,8 @@ export class HttpRequestFlow implements RequestFlow {
     private readonly route: RouteOptions,
     private readonly request: HttpRequestLike,
     private readonly pattern: string,
+    /** What tells this handler from others on its method and path (`routeVariant`), or ''. */
+    private readonly variant: string,
     readonly eventScope: string,
     private readonly options: ResolvedIdempotencyOptions,
     private readonly adapterHost: HttpAdapterHost,
@@ -101,6 +103,9 @@ export class HttpRequestFlow implements RequestFlow {
     };
     const files = uploadedFileDigests(request);
     if (files) sent.files = files;
+    // Only where they tell requests apart: every other request keeps its fingerprint.
+    if (this.variant !== '') sent.route = this.pattern + this.variant;
+    if (request.hosts && Object.keys(request.hosts).length > 0) sent.hosts = request.hosts;
     return new DescribedHttpRequest(
       this.context,
       this.next,

@@ -30,6 +30,7 @@ import { type Flight, InFlightKeys, type Landing } from './replay/in-flight-keys
 import { keyIdentity } from './replay/key-identity';
 import type { Delivery, RequestFlow } from './request-flow';
 import { type RouteOptions, routeOptions } from './route-options';
+import { routeVariant } from './route-variant';
 import { copyOfStored } from './stored-response';
 import { TransactionHostRef } from './transaction-host.ref';
 import { debugEnabled } from '../shared/debug-enabled';
@@ -79,13 +80,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // interceptor twice: the inner one would find the outer one's claim and answer 409 for ever.
     if (RUNNING.has(request)) return next.handle();
     RUNNING.add(request);
+    const handler = context.getHandler() as never;
     const pattern = routePattern(context, request);
     const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
     const outermost = isOutermostInterceptor(
       this.appConfig,
       this.reflector,
       context.getClass(),
-      context.getHandler() as never,
+      handler,
       IdempotencyInterceptor,
     );
     return this.run(
@@ -97,6 +99,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         route,
         request,
         pattern,
+        routeVariant(this.appConfig, context.getClass(), handler),
         scope,
         this.options,
         this.adapterHost,
