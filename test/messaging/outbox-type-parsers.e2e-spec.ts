@@ -1,26 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
-import {
-  IdempotencyMessagingModule,
-  Outbox,
-  type OutboxMessage,
-  OutboxRelay,
-} from 'nestjs-pg-idempotency/messaging';
-import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
+import { Outbox, type OutboxMessage, OutboxRelay } from 'nestjs-pg-idempotency/messaging';
 import { DataSource } from 'typeorm';
 import { withAppTypeParsers } from '../../libs/idempotency/test/support/app-type-parsers';
-import { libraryInfrastructure } from '../../libs/idempotency/test/support/library-infrastructure';
-import { migrateTestDatabase } from '../../libs/idempotency/test/support/migrations';
 import { eventually, sleep } from '../support/eventually';
-import {
-  brokerUrl,
-  describeWithBroker,
-  type SeenMessage,
-  TestBroker,
-  uniqueQueue,
-} from './support/broker';
+import { describeWithBroker, type SeenMessage, TestBroker, uniqueQueue } from './support/broker';
+import { outboxAppWithoutRelay } from './support/outbox-app';
 
 /**
  * The outbox reads text of its own (each due row as one JSON text, its comparisons as words):
@@ -41,19 +27,10 @@ describeWithBroker('the outbox under the app’s own type parsers', () => {
       { exchange: 'amq.topic', routingKey },
     ]);
     seen = await broker.record(queue);
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        ...libraryInfrastructure(),
-        IdempotencyMessagingModule.forRoot({
-          transport: new RabbitMqTransport({ url: brokerUrl() }),
-          outbox: { relay: false, onPublished: (messages) => void published.push(...messages) },
-          cleanup: { intervalSeconds: 0 },
-        }),
-      ],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
-    await migrateTestDatabase(app.get(DataSource));
-    await app.init();
+    app = await outboxAppWithoutRelay(
+      { onPublished: (messages) => void published.push(...messages) },
+      ['error', 'warn'],
+    );
   });
   afterAll(async () => {
     await app?.close();

@@ -93,6 +93,7 @@ export class OutboxRelayService
       if (rows.length === 0) return { claimed: 0, sent: 0, failed: 0 };
       const messages = rows.map(toMessage);
       const results = await Promise.allSettled(messages.map((message) => publish(message)));
+      await publishFailedOneByOne(messages, results, publish);
       const sent: OutboxMessage[] = [];
       const sentIds: string[] = [];
       const failures: Array<{ id: string; error: string }> = [];
@@ -139,6 +140,33 @@ export class OutboxRelayService
       }
       this.wake = done;
     });
+  }
+}
+
+/**
+ * One publish the broker refuses can fail the others in flight with it: RabbitMQ closes the
+ * channel they share (a missing exchange), and each gets "channel closed". Counted as failures,
+ * they would back off in step with the refused row and be claimed, and fail, with it for as long
+ * as it stays. So after a batch with more than one failure, the failed messages are published
+ * again one at a time, in order, and `results` takes their outcomes. Two failures in a row stop
+ * that (the broker itself is likely gone): the rest keep their first outcome.
+ */
+async function publishFailedOneByOne(
+  messages: readonly OutboxMessage[],
+  results: PromiseSettledResult<unknown>[],
+  publish: (message: OutboxMessage) => Promise<unknown>,
+): Promise<void> {
+  const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [i] : []));
+  if (failed.length < 2) return;
+  let failedInARow = 0;
+  for (const i of failed) {
+    try {
+      results[i] = { status: 'fulfilled', value: await publish(messages[i]) };
+      failedInARow = 0;
+    } catch (error) {
+      results[i] = { status: 'rejected', reason: error };
+      if (++failedInARow === 2) return;
+    }
   }
 }
 
