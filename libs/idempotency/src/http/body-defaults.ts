@@ -62,6 +62,8 @@ function methodName(controller: object, handler: Handler): string {
  * one this check knows (another version), which sends every body through class-transformer.
  */
 interface MetadataStore {
+  /** The `@Type` of a class's property, its ancestors' included. */
+  findTypeMetadata(target: unknown, propertyName: string): unknown;
   _typeMetadatas: Map<unknown, unknown>;
   _transformMetadatas: Map<unknown, unknown>;
   _exposeMetadatas: Map<unknown, unknown>;
@@ -83,9 +85,11 @@ function classTransformerMetadata(): MetadataStore | null {
       defaultMetadataStorage?._exposeMetadatas,
       defaultMetadataStorage?._excludeMetadatas,
     ];
-    metadataStore = maps.every((map) => map instanceof Map)
-      ? (defaultMetadataStorage as MetadataStore)
-      : null;
+    metadataStore =
+      maps.every((map) => map instanceof Map) &&
+      typeof defaultMetadataStorage?.findTypeMetadata === 'function'
+        ? (defaultMetadataStorage as MetadataStore)
+        : null;
   } catch {
     metadataStore = null;
   }
@@ -207,37 +211,51 @@ export function bodyWithDefaults(controller: object, handler: Handler, body: unk
 }
 
 /**
- * Leaves out of `value` the defaults that differ on every creation and that `sent` (the body's
- * part at the same place) did not give: in the DTO itself and in every object class-transformer
- * built of a class below it (`@Type`), in arrays too. A nested line's timestamp would make every
- * honest retry look like another request as well.
+ * Leaves out of `dto` the defaults of its class that differ on every creation and that `sent`
+ * (the body's part at the same place) did not give, then does the same in each nested DTO that
+ * class-transformer built for a property with `@Type` (its value, or each element of an array,
+ * a Map or a Set). A nested line's timestamp would make every honest retry look like another
+ * request as well. Only there: a value object a `@Transform` built from a sent value is left
+ * whole, since its fields may be what tells two requests apart.
  */
-function leaveOutUnstableDefaults(value: object, sent: unknown, depth: number): void {
-  const given = typeof sent === 'object' && sent !== null ? (sent as Record<string, unknown>) : {};
-  const fields = value as Record<string, unknown>;
-  if (isDtoInstance(value)) {
-    const type = (Object.getPrototypeOf(value) as { constructor: ClassType }).constructor;
-    for (const field of unstableDefaultsOf(type)) {
-      if (!(field in given)) delete fields[field];
-    }
+function leaveOutUnstableDefaults(dto: object, sent: unknown, depth: number): void {
+  const given = isObject(sent) ? (sent as Record<string, unknown>) : {};
+  const fields = dto as Record<string, unknown>;
+  const type = (Object.getPrototypeOf(dto) as { constructor: ClassType }).constructor;
+  for (const field of unstableDefaultsOf(type)) {
+    if (!(field in given)) delete fields[field];
   }
-  if (depth >= MAX_BODY_DEPTH) return;
+  const store = classTransformerMetadata();
+  if (!store || depth >= MAX_BODY_DEPTH) return;
   for (const field of Object.keys(fields)) {
-    const inner = fields[field];
-    if (typeof inner !== 'object' || inner === null) continue;
-    const sentInner: unknown = Array.isArray(given)
-      ? (given as unknown[])[Number(field)]
-      : given[field];
-    const walked =
-      Array.isArray(inner) ||
-      Object.getPrototypeOf(inner) === Object.prototype ||
-      isDtoInstance(inner);
-    if (walked) leaveOutUnstableDefaults(inner, sentInner, depth + 1);
+    const value = fields[field];
+    if (!isObject(value) || !store.findTypeMetadata(type, field)) continue;
+    for (const [nested, sentNested] of nestedValues(value, given[field])) {
+      if (isClassInstance(nested)) leaveOutUnstableDefaults(nested, sentNested, depth + 1);
+    }
   }
 }
 
-/** An instance of a class of the app's (a DTO), not a plain object, an array or a built-in. */
-function isDtoInstance(value: object): boolean {
+/** A `@Type` property's DTOs, each with the body's part it was built from. */
+function nestedValues(value: object, sent: unknown): [unknown, unknown][] {
+  if (value instanceof Map) {
+    const given = isObject(sent) ? (sent as Record<string, unknown>) : {};
+    return [...value].map(([key, nested]) => [nested, given[String(key)]]);
+  }
+  if (Array.isArray(value) || value instanceof Set) {
+    const given = Array.isArray(sent) ? (sent as unknown[]) : [];
+    return [...value].map((nested, index) => [nested, given[index]]);
+  }
+  return [[value, sent]];
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** An instance of a class, not a plain object or a built-in class-transformer makes. */
+function isClassInstance(value: unknown): value is object {
+  if (!isObject(value)) return false;
   const prototype = Object.getPrototypeOf(value) as object | null;
   return (
     prototype !== null &&
@@ -245,8 +263,6 @@ function isDtoInstance(value: object): boolean {
     !Array.isArray(value) &&
     !(value instanceof Date) &&
     !(value instanceof Map) &&
-    !(value instanceof Set) &&
-    !(value instanceof RegExp) &&
-    !ArrayBuffer.isView(value)
+    !(value instanceof Set)
   );
 }

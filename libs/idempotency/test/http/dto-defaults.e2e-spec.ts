@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
-import { Type } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import { IsArray, IsInt, IsOptional, IsString, ValidateNested } from 'class-validator';
 import { IdempotencyModule, Idempotent } from 'nestjs-pg-idempotency';
 import request from 'supertest';
@@ -40,6 +40,36 @@ class BasketDto {
   gift?: LineDto;
 }
 
+class MapBasketDto {
+  @IsString()
+  tag!: string;
+
+  @ValidateNested({ each: true })
+  @Type(() => LineDto)
+  lines!: Map<string, LineDto>;
+}
+
+/** A value object whose constructor needs its arguments, as money and date types do. */
+class Money {
+  constructor(
+    readonly cents: number,
+    readonly currency: string,
+  ) {
+    if (typeof cents !== 'number') throw new Error('Money needs cents');
+  }
+}
+
+class PaymentDto {
+  @IsString()
+  tag!: string;
+
+  @IsOptional()
+  price: Money = new Money(0, 'usd');
+
+  @Transform(({ value }) => new Money(Number(value), 'usd'))
+  tip!: Money;
+}
+
 class OrderDto {
   @IsString()
   tag!: string;
@@ -71,6 +101,18 @@ class DefaultsController {
   @Idempotent()
   async basket(@Body() body: BasketDto) {
     return { id: await this.effects.record('basket', body.tag), lines: body.lines.length };
+  }
+
+  @Post('map-basket')
+  @Idempotent()
+  async mapBasket(@Body() body: MapBasketDto) {
+    return { id: await this.effects.record('map-basket', body.tag), lines: body.lines.size };
+  }
+
+  @Post('payment')
+  @Idempotent()
+  async payment(@Body() body: PaymentDto) {
+    return { id: await this.effects.record('payment', body.tag), tip: body.tip.cents };
   }
 
   @Traced()
@@ -125,6 +167,26 @@ describe('DTO defaults in the fingerprint', () => {
     expect(
       (await post('basket', key, { ...body, lines: [{ sku: 'a', quantity: 3 }] })).status,
     ).toBe(422);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('replays a retry whose Map of nested DTOs has unstable defaults', async () => {
+    const key = randomUUID();
+    const tag = `map-basket-${key}`;
+    const body = { tag, lines: { a: { sku: 'a' }, b: { sku: 'b', quantity: 2 } } };
+    const first = await post('map-basket', key, body);
+    expect(first.status).toBe(201);
+    expect((await post('map-basket', key, body)).text).toBe(first.text);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('leaves value objects whole: their defaults and what a @Transform built from the body', async () => {
+    const key = randomUUID();
+    const tag = `payment-${key}`;
+    const first = await post('payment', key, { tag, tip: 150 });
+    expect(first.status).toBe(201);
+    expect((await post('payment', key, { tag, tip: 150 })).text).toBe(first.text);
+    expect((await post('payment', key, { tag, tip: 200 })).status).toBe(422);
     expect(await effects(tag)).toBe(1);
   });
 
