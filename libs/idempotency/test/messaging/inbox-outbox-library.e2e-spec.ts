@@ -167,6 +167,22 @@ describe('inbox and outbox in the library (PostgreSQL only)', () => {
       expect(await effectsOf(id)).toBe(0);
     });
 
+    it('does not apply a message whose handler left a chain of statements running', async () => {
+      const id = randomUUID();
+      await expect(
+        inbox.process('lib-consumer', id, async () => {
+          await effects.record(id);
+          // The failing statement is sent only once the first one is through.
+          void (async () => {
+            await txHost.tx.query('SELECT pg_sleep(0.05)');
+            await txHost.tx.query('SELECT 1 / 0');
+          })().catch(() => undefined);
+        }),
+      ).rejects.toThrow(/rolled the transaction back at COMMIT|went on after a failed statement/);
+      expect(await claims('lib-consumer', id)).toBe(0);
+      expect(await effectsOf(id)).toBe(0);
+    });
+
     it('applies 20 simultaneous deliveries of one message once', async () => {
       const id = randomUUID();
       const outcomes = await Promise.all(

@@ -62,6 +62,7 @@ export class InboxService extends Inbox {
         bindCurrentOperation({ kind: 'message', consumer, messageId: id });
         const claimed = await this.store.claim(consumer, id, this.options.inbox.lockTimeoutMs);
         if (!claimed) return { status: 'duplicate', messageId: id };
+        this.store.refuseSilentRollback();
         const statements = this.store.watchStatements();
         try {
           const result = await handler();

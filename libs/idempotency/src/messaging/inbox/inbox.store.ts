@@ -19,6 +19,11 @@ interface PostgresResult {
 }
 
 /** Every statement the library sends about processed messages lives here. */
+
+/** The part of node-postgres's client `refuseSilentRollback` uses. */
+interface CommandClient {
+  query(text: string): Promise<{ command?: string | null }>;
+}
 @Injectable()
 export class InboxStore {
   constructor(private readonly txHost: MessagingTransactionHost) {}
@@ -156,6 +161,33 @@ export class InboxStore {
         }
       },
     };
+  }
+
+  /**
+   * Makes this transaction's COMMIT fail when PostgreSQL answers it with ROLLBACK, as it does,
+   * without an error, for a transaction a failed statement aborted. `watchStatements` catches a
+   * failure the handler swallowed or left running; a chain of statements it left running can
+   * send its failing one after that check, and only the COMMIT's answer tells. The message then
+   * counts as failed instead of applied.
+   */
+  refuseSilentRollback(): void {
+    const runner = this.runner();
+    // node-postgres's client under TypeORM's runner: its results carry the command tag.
+    const client = (runner as { databaseConnection?: CommandClient }).databaseConnection;
+    if (typeof client?.query !== 'function') return;
+    const send = runner.query.bind(runner) as (...args: unknown[]) => Promise<unknown>;
+    runner.query = ((...args: unknown[]) => {
+      if (args[0] !== 'COMMIT') return send(...args);
+      return client.query('COMMIT').then((result) => {
+        if (result.command === 'ROLLBACK') {
+          throw new Error(
+            'PostgreSQL rolled the transaction back at COMMIT: a statement the handler left ' +
+              'running failed after it returned, so nothing it wrote was kept',
+          );
+        }
+        return [];
+      });
+    }) as QueryRunner['query'];
   }
 
   /** Deletes up to `limit` processed ids older than the retention; one short statement. */
