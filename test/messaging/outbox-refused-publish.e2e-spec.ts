@@ -8,11 +8,11 @@ import { describeWithBroker, type SeenMessage, TestBroker, uniqueQueue } from '.
 import { outboxAppWithoutRelay } from './support/outbox-app';
 
 /**
- * One event the broker refuses (its exchange does not exist) in a batch of good ones: RabbitMQ
+ * Events the broker refuses (their exchange does not exist) in a batch of good ones: RabbitMQ
  * closes the channel they share, and every publish in flight on it fails. The good events must
- * still go out in that relay round, and the refused one alone back off.
+ * still go out in that relay round, and the refused ones alone back off.
  */
-describeWithBroker('the outbox relay with one event the broker refuses', () => {
+describeWithBroker('the outbox relay with events the broker refuses', () => {
   let broker: TestBroker;
   let app: INestApplication;
   let seen: SeenMessage[];
@@ -36,24 +36,28 @@ describeWithBroker('the outbox relay with one event the broker refuses', () => {
     await broker?.close();
   });
 
-  it('sends the good events of the batch and backs the refused one off alone', async () => {
+  it('sends the good events of the batch and backs the refused ones off alone', async () => {
     const outbox = app.get(Outbox);
     const txHost = app.get(TransactionHost);
     const dataSource = app.get(DataSource);
     const ids = await txHost.withTransaction(Propagation.RequiresNew, async () => {
-      const refused = await outbox.publish({
-        exchange: `test.missing.${randomUUID().slice(0, 8)}`,
-        routingKey,
-        payload: { refused: true },
-      });
-      refusedIds.push(refused.messageId);
+      // Two refused in a row: a missing exchange is missing for a whole kind of event.
+      const missing = `test.missing.${randomUUID().slice(0, 8)}`;
+      for (const n of [1, 2]) {
+        const refused = await outbox.publish({
+          exchange: missing,
+          routingKey,
+          payload: { refused: n },
+        });
+        refusedIds.push(refused.messageId);
+      }
       const good: string[] = [];
       for (let n = 0; n < 3; n++) {
         good.push(
           (await outbox.publish({ exchange: 'amq.topic', routingKey, payload: { n } })).messageId,
         );
       }
-      return { refused: refused.messageId, good };
+      return { refused: [...refusedIds], good };
     });
     // This relay sends them, or another suite's: every relay shares the table, and one batch
     // may hold older due rows and leave these for the next.
@@ -67,13 +71,12 @@ describeWithBroker('the outbox relay with one event the broker refuses', () => {
     const rows = await dataSource.query<
       Array<{ message_id: string; status: string; last_error: string | null }>
     >(`SELECT message_id, status, last_error FROM outbox_messages WHERE message_id = ANY($1)`, [
-      [ids.refused, ...ids.good],
+      [...ids.refused, ...ids.good],
     ]);
     const byId = new Map(rows.map((row) => [row.message_id, row]));
     for (const id of ids.good) expect(byId.get(id)?.status).toBe('sent');
-    expect(byId.get(ids.refused)).toMatchObject({
-      status: 'pending',
-      last_error: expect.any(String),
-    });
+    for (const id of ids.refused) {
+      expect(byId.get(id)).toMatchObject({ status: 'pending', last_error: expect.any(String) });
+    }
   });
 });

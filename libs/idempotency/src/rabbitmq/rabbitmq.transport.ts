@@ -62,6 +62,8 @@ export class RabbitMqTransport implements MessagingTransport {
   private readonly pendingCopies = new Set<string>();
   /** Channels replaced in a row without one connecting: the next replacement waits longer. */
   private failedReplacements = 0;
+  /** Settles when the channel the broker closed has its replacement (`replaceChannel`). */
+  private replacement?: Promise<void>;
   private closing = false;
 
   constructor(private readonly options: RabbitMqTransportOptions) {}
@@ -115,7 +117,9 @@ export class RabbitMqTransport implements MessagingTransport {
       headers: message.headers,
     };
     try {
-      await this.requireChannel().publish(
+      await (
+        await this.readyChannel()
+      ).publish(
         message.exchange,
         message.routingKey,
         Buffer.from(JSON.stringify(message.payload), 'utf8'),
@@ -210,7 +214,11 @@ export class RabbitMqTransport implements MessagingTransport {
     // refusing), up to 30 s; a channel that connects resets it.
     const delayMs = Math.min(100 * 2 ** this.failedReplacements, 30_000);
     this.failedReplacements++;
+    let replaced!: () => void;
+    this.replacement = new Promise<void>((resolve) => (replaced = resolve));
     const timer = setTimeout(() => {
+      this.replacement = undefined;
+      replaced();
       if (this.closing || this.channel !== broken || !this.connection) return;
       this.logger.warn(
         `channel closed by the broker (${this.lastChannelError ?? 'no reason'}); opening a new one`,
@@ -231,7 +239,7 @@ export class RabbitMqTransport implements MessagingTransport {
     message: ConsumeMessage,
     reason: DeadLetterReason,
   ): Promise<void> {
-    const channel = this.requireChannel();
+    const channel = await this.readyChannel();
     // Publishing to a queue that does not exist is confirmed and dropped: declare it first. Its
     // setup is added once per channel, so a queue that keeps going does not pile up setups.
     if (!this.declaredQueues.has(queue)) {
@@ -313,6 +321,20 @@ export class RabbitMqTransport implements MessagingTransport {
       await channel.assertQueue(queue, { durable: true });
       this.declaredQueues.add(queue);
     }
+  }
+
+  /**
+   * The channel to publish on. After the broker closed one (a publish to a missing exchange),
+   * this waits for its replacement, up to `publishTimeoutMs`: published on the closed one, a
+   * message would fail at once with "Channel closed", for a fault that is not its own.
+   */
+  private async readyChannel(): Promise<ChannelWrapper> {
+    if (this.replacement) {
+      await withTimeout(this.replacement, this.options.publishTimeoutMs ?? 10_000).catch(
+        () => undefined,
+      );
+    }
+    return this.requireChannel();
   }
 
   private requireChannel(): ChannelWrapper {

@@ -144,12 +144,19 @@ export class OutboxRelayService
 }
 
 /**
+ * A failed publish that took this long means the broker is not answering (a publish waits for
+ * its confirm up to the transport's timeout); one the broker refuses fails in milliseconds.
+ */
+const UNANSWERED_AFTER_MS = 2_000;
+
+/**
  * One publish the broker refuses can fail the others in flight with it: RabbitMQ closes the
  * channel they share (a missing exchange), and each gets "channel closed". Counted as failures,
  * they would back off in step with the refused row and be claimed, and fail, with it for as long
  * as it stays. So after a batch with more than one failure, the failed messages are published
- * again one at a time, in order, and `results` takes their outcomes. Two failures in a row stop
- * that (the broker itself is likely gone): the rest keep their first outcome.
+ * again one at a time, in order, and `results` takes their outcomes. A failure that took
+ * `UNANSWERED_AFTER_MS` ends that pass (the broker itself is gone): the rest keep their first
+ * outcome, and the batch's rows stay locked no longer than that.
  */
 async function publishFailedOneByOne(
   messages: readonly OutboxMessage[],
@@ -158,14 +165,13 @@ async function publishFailedOneByOne(
 ): Promise<void> {
   const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [i] : []));
   if (failed.length < 2) return;
-  let failedInARow = 0;
   for (const i of failed) {
+    const started = performance.now();
     try {
       results[i] = { status: 'fulfilled', value: await publish(messages[i]) };
-      failedInARow = 0;
     } catch (error) {
       results[i] = { status: 'rejected', reason: error };
-      if (++failedInARow === 2) return;
+      if (performance.now() - started >= UNANSWERED_AFTER_MS) return;
     }
   }
 }
