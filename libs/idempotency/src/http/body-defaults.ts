@@ -152,16 +152,62 @@ const unstableDefaults = new WeakMap<ClassType, readonly string[]>();
 function unstableDefaultsOf(type: ClassType): readonly string[] {
   const known = unstableDefaults.get(type);
   if (known) return known;
-  const first = plainToInstance(type, {}) as Record<string, unknown>;
-  waitForNextMillisecond();
-  const second = plainToInstance(type, {}) as Record<string, unknown>;
-  const unstable = Object.keys(first).filter(
-    (field) =>
-      first[field] instanceof Date ||
-      JSON.stringify(first[field]) !== JSON.stringify(second[field]),
-  );
+  let unstable: readonly string[] = [];
+  try {
+    const first = plainToInstance(type, {}) as Record<string, unknown>;
+    waitForNextMillisecond();
+    const second = plainToInstance(type, {}) as Record<string, unknown>;
+    unstable = Object.keys(first).filter(
+      (field) =>
+        first[field] instanceof Date ||
+        JSON.stringify(first[field]) !== JSON.stringify(second[field]),
+    );
+  } catch {
+    // A class that cannot be built from nothing has no defaults to tell apart.
+  }
   unstableDefaults.set(type, unstable);
   return unstable;
+}
+
+/**
+ * Whether `type` or a DTO below it has a `@Type` with a discriminator: class-transformer
+ * deletes the discriminator property from the object it reads (unless told to keep it), and
+ * what it builds does not hold it. Such a body is fingerprinted as sent: its defaults are not
+ * applied, and the request's body is left as the handler's pipes must find it. Found once per
+ * class.
+ */
+const discriminated = new WeakMap<object, boolean>();
+
+function hasDiscriminator(type: unknown, store: MetadataStore): boolean {
+  if (typeof type !== 'function') return false;
+  const known = discriminated.get(type);
+  if (known !== undefined) return known;
+  discriminated.set(type, false); // a class that nests itself
+  let found = false;
+  for (
+    let target: unknown = type;
+    !found && typeof target === 'function' && target !== Function.prototype;
+    target = Object.getPrototypeOf(target)
+  ) {
+    const byProperty = store._typeMetadatas.get(target) as
+      | Map<string, { options?: { discriminator?: unknown }; typeFunction?: () => unknown }>
+      | undefined;
+    for (const metadata of byProperty?.values() ?? []) {
+      if (metadata.options?.discriminator) found = true;
+      else {
+        let nested: unknown;
+        try {
+          nested = metadata.typeFunction?.();
+        } catch {
+          nested = undefined;
+        }
+        found = hasDiscriminator(nested, store);
+      }
+      if (found) break;
+    }
+  }
+  discriminated.set(type, found);
+  return found;
 }
 
 /**
@@ -198,6 +244,8 @@ export function bodyWithDefaults(controller: object, handler: Handler, body: unk
   if (!(keys & CONSTRUCTOR_KEY) && isPlainDto(type)) {
     withDefaults = Object.assign(new type(), body) as Record<string, unknown>;
   } else {
+    const store = classTransformerMetadata();
+    if (store && hasDiscriminator(type, store)) return body;
     try {
       withDefaults = plainToInstance(type, body) as Record<string, unknown>;
     } catch {
@@ -230,23 +278,31 @@ function leaveOutUnstableDefaults(dto: object, sent: unknown, depth: number): vo
   for (const field of Object.keys(fields)) {
     const value = fields[field];
     if (!isObject(value) || !store.findTypeMetadata(type, field)) continue;
-    for (const [nested, sentNested] of nestedValues(value, given[field])) {
-      if (isClassInstance(nested)) leaveOutUnstableDefaults(nested, sentNested, depth + 1);
+    for (const [nested, sentNested] of nestedValues(value, given[field], depth)) {
+      leaveOutUnstableDefaults(nested, sentNested, depth + 1);
     }
   }
 }
 
-/** A `@Type` property's DTOs, each with the body's part it was built from. */
-function nestedValues(value: object, sent: unknown): [unknown, unknown][] {
+/**
+ * A `@Type` property's DTOs, each with the body's part it was built from: the value itself, or
+ * the elements of its arrays, Maps and Sets, at any depth.
+ */
+function nestedValues(value: unknown, sent: unknown, depth: number): [object, unknown][] {
+  if (depth > MAX_BODY_DEPTH || !isObject(value)) return [];
   if (value instanceof Map) {
     const given = isObject(sent) ? (sent as Record<string, unknown>) : {};
-    return [...value].map(([key, nested]) => [nested, given[String(key)]]);
+    return [...value].flatMap(([key, nested]) =>
+      nestedValues(nested, given[String(key)], depth + 1),
+    );
   }
   if (Array.isArray(value) || value instanceof Set) {
     const given = Array.isArray(sent) ? (sent as unknown[]) : [];
-    return [...value].map((nested, index) => [nested, given[index]]);
+    return [...(value as Iterable<unknown>)].flatMap((nested, index) =>
+      nestedValues(nested, given[index], depth + 1),
+    );
   }
-  return [[value, sent]];
+  return isClassInstance(value) ? [[value, sent]] : [];
 }
 
 function isObject(value: unknown): value is object {
@@ -263,6 +319,8 @@ function isClassInstance(value: unknown): value is object {
     !Array.isArray(value) &&
     !(value instanceof Date) &&
     !(value instanceof Map) &&
-    !(value instanceof Set)
+    !(value instanceof Set) &&
+    !(value instanceof RegExp) &&
+    !ArrayBuffer.isView(value)
   );
 }

@@ -70,6 +70,48 @@ class PaymentDto {
   tip!: Money;
 }
 
+class GridDto {
+  @IsString()
+  tag!: string;
+
+  @Type(() => LineDto)
+  grid!: LineDto[][];
+
+  @IsOptional()
+  @Type(() => Buffer)
+  data?: Buffer;
+}
+
+/** Its subtype is told by `kind`, which class-transformer takes out of what it reads. */
+class PaymentMethodDto {}
+
+class CardDto extends PaymentMethodDto {
+  @IsString()
+  last4!: string;
+}
+
+class BankDto extends PaymentMethodDto {
+  @IsString()
+  last4!: string;
+}
+
+class CheckoutDto {
+  @IsString()
+  tag!: string;
+
+  @ValidateNested()
+  @Type(() => PaymentMethodDto, {
+    discriminator: {
+      property: 'kind',
+      subTypes: [
+        { value: CardDto, name: 'card' },
+        { value: BankDto, name: 'bank' },
+      ],
+    },
+  })
+  method!: PaymentMethodDto;
+}
+
 class OrderDto {
   @IsString()
   tag!: string;
@@ -113,6 +155,25 @@ class DefaultsController {
   @Idempotent()
   async payment(@Body() body: PaymentDto) {
     return { id: await this.effects.record('payment', body.tag), tip: body.tip.cents };
+  }
+
+  @Post('grid')
+  @Idempotent()
+  async grid(@Body() body: GridDto) {
+    return {
+      id: await this.effects.record('grid', body.tag),
+      lines: body.grid.flat().length,
+      data: body.data?.length,
+    };
+  }
+
+  @Post('checkout')
+  @Idempotent()
+  async checkout(@Body() body: CheckoutDto) {
+    return {
+      id: await this.effects.record('checkout', body.tag),
+      method: body.method.constructor.name,
+    };
   }
 
   @Traced()
@@ -187,6 +248,31 @@ describe('DTO defaults in the fingerprint', () => {
     expect(first.status).toBe(201);
     expect((await post('payment', key, { tag, tip: 150 })).text).toBe(first.text);
     expect((await post('payment', key, { tag, tip: 200 })).status).toBe(422);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('walks arrays of arrays of nested DTOs, and leaves a Buffer built by @Type alone', async () => {
+    const key = randomUUID();
+    const tag = `grid-${key}`;
+    const body = { tag, grid: [[{ sku: 'a' }], [{ sku: 'b' }, { sku: 'c' }]], data: 'abc' };
+    const first = await post('grid', key, body);
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ lines: 3, data: 3 });
+    expect((await post('grid', key, body)).text).toBe(first.text);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('leaves a discriminated body as the pipes must find it, and tells its kinds apart', async () => {
+    const key = randomUUID();
+    const tag = `checkout-${key}`;
+    const card = await post('checkout', key, { tag, method: { kind: 'card', last4: '4242' } });
+    expect(card.status).toBe(201);
+    expect(card.body.method).toBe('CardDto');
+    const bank = await post('checkout', key, { tag, method: { kind: 'bank', last4: '4242' } });
+    expect(bank.status).toBe(422);
+    expect(
+      (await post('checkout', key, { tag, method: { kind: 'card', last4: '4242' } })).text,
+    ).toBe(card.text);
     expect(await effects(tag)).toBe(1);
   });
 

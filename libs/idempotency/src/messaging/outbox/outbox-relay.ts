@@ -143,20 +143,19 @@ export class OutboxRelayService
   }
 }
 
-/**
- * A failed publish that took this long means the broker is not answering (a publish waits for
- * its confirm up to the transport's timeout); one the broker refuses fails in milliseconds.
- */
-const UNANSWERED_AFTER_MS = 2_000;
+/** How long the one-by-one pass may go on: its batch's rows stay locked meanwhile. */
+const PASS_BUDGET_MS = 2_000;
 
 /**
  * One publish the broker refuses can fail the others in flight with it: RabbitMQ closes the
  * channel they share (a missing exchange), and each gets "channel closed". Counted as failures,
  * they would back off in step with the refused row and be claimed, and fail, with it for as long
  * as it stays. So after a batch with more than one failure, the failed messages are published
- * again one at a time, in order, and `results` takes their outcomes. A failure that took
- * `UNANSWERED_AFTER_MS` ends that pass (the broker itself is gone): the rest keep their first
- * outcome, and the batch's rows stay locked no longer than that.
+ * again one at a time, in order, and `results` takes their outcomes. A broker refuses a whole
+ * exchange (missing, or not permitted), so once one message to an exchange fails again, the
+ * others to it keep their failure without another try; and the pass ends once it has taken
+ * `PASS_BUDGET_MS` (a broker that does not answer costs it one publish timeout), the rest
+ * keeping their first outcome.
  */
 async function publishFailedOneByOne(
   messages: readonly OutboxMessage[],
@@ -165,14 +164,17 @@ async function publishFailedOneByOne(
 ): Promise<void> {
   const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [i] : []));
   if (failed.length < 2) return;
+  const started = performance.now();
+  const refusedExchanges = new Set<string>();
   for (const i of failed) {
-    const started = performance.now();
+    if (refusedExchanges.has(messages[i].exchange)) continue;
     try {
       results[i] = { status: 'fulfilled', value: await publish(messages[i]) };
     } catch (error) {
       results[i] = { status: 'rejected', reason: error };
-      if (performance.now() - started >= UNANSWERED_AFTER_MS) return;
+      refusedExchanges.add(messages[i].exchange);
     }
+    if (performance.now() - started >= PASS_BUDGET_MS) return;
   }
 }
 
