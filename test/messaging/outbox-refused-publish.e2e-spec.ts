@@ -6,6 +6,38 @@ import { DataSource } from 'typeorm';
 import { eventually } from '../support/eventually';
 import { describeWithBroker, type SeenMessage, TestBroker, uniqueQueue } from './support/broker';
 import { outboxAppWithoutRelay } from './support/outbox-app';
+import type { RabbitMqTransportOptions } from 'nestjs-pg-idempotency/rabbitmq';
+
+/**
+ * A bare app with its own relay (run by the test) and a queue bound to `amq.topic` for
+ * `routingKey`, whose deliveries `seen` records. The rows in `refusedIds` go when the suite
+ * ends: a refused row would fail in every relay's batches after it.
+ */
+function relayedSuite(name: string, transport: Omit<RabbitMqTransportOptions, 'url'> = {}) {
+  const suite = {
+    app: undefined as unknown as INestApplication,
+    seen: [] as SeenMessage[],
+    routingKey: `${name}.${randomUUID().slice(0, 8)}`,
+    refusedIds: [] as string[],
+  };
+  let broker: TestBroker | undefined;
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    const queue = await broker.queue(uniqueQueue(name), [
+      { exchange: 'amq.topic', routingKey: suite.routingKey },
+    ]);
+    suite.seen = await broker.record(queue);
+    suite.app = await outboxAppWithoutRelay({}, ['error'], transport);
+  });
+  afterAll(async () => {
+    await suite.app
+      ?.get(DataSource)
+      .query(`DELETE FROM outbox_messages WHERE message_id = ANY($1)`, [suite.refusedIds]);
+    await suite.app?.close();
+    await broker?.close();
+  });
+  return suite;
+}
 
 /**
  * Events the broker refuses (their exchange does not exist) in a batch of good ones: RabbitMQ
@@ -13,30 +45,10 @@ import { outboxAppWithoutRelay } from './support/outbox-app';
  * still go out in that relay round, and the refused ones alone back off.
  */
 describeWithBroker('the outbox relay with events the broker refuses', () => {
-  let broker: TestBroker;
-  let app: INestApplication;
-  let seen: SeenMessage[];
-  const routingKey = `refused.${randomUUID().slice(0, 8)}`;
-  const refusedIds: string[] = [];
-
-  beforeAll(async () => {
-    broker = await TestBroker.connect();
-    const queue = await broker.queue(uniqueQueue('refused'), [
-      { exchange: 'amq.topic', routingKey },
-    ]);
-    seen = await broker.record(queue);
-    app = await outboxAppWithoutRelay({}, ['error']);
-  });
-  afterAll(async () => {
-    // The refused row would fail in every relay's batches after this suite: it goes.
-    await app
-      ?.get(DataSource)
-      .query(`DELETE FROM outbox_messages WHERE message_id = ANY($1)`, [refusedIds]);
-    await app?.close();
-    await broker?.close();
-  });
+  const relayed = relayedSuite('refused');
 
   it('sends the good events of the batch and backs the refused ones off alone', async () => {
+    const { app, seen, routingKey, refusedIds } = relayed;
     const outbox = app.get(Outbox);
     const txHost = app.get(TransactionHost);
     const dataSource = app.get(DataSource);
@@ -81,5 +93,50 @@ describeWithBroker('the outbox relay with events the broker refuses', () => {
     for (const id of ids.refused) {
       expect(byId.get(id)).toMatchObject({ status: 'pending', last_error: expect.any(String) });
     }
+  });
+});
+
+/**
+ * Under `mandatory`, the broker refuses a routing key no queue receives (a return, not a closed
+ * channel): the routable events to the same exchange, failed by another event's closed channel
+ * in the same batch, must still go out.
+ */
+describeWithBroker('the outbox relay under mandatory publishes, with an unroutable event', () => {
+  const relayed = relayedSuite('routable', { mandatory: true });
+
+  it('sends the routable events of an exchange that also got an unroutable one', async () => {
+    const { app, seen, routingKey, refusedIds } = relayed;
+    const outbox = app.get(Outbox);
+    const txHost = app.get(TransactionHost);
+    const good = await txHost.withTransaction(Propagation.RequiresNew, async () => {
+      const missing = await outbox.publish({
+        exchange: `test.missing.${randomUUID().slice(0, 8)}`,
+        routingKey,
+        payload: { refused: 'missing' },
+      });
+      const unroutable = await outbox.publish({
+        exchange: 'amq.topic',
+        routingKey: `nobody.${randomUUID().slice(0, 8)}`,
+        payload: { refused: 'unroutable' },
+      });
+      refusedIds.push(missing.messageId, unroutable.messageId);
+      const ids: string[] = [];
+      for (let n = 0; n < 2; n++) {
+        ids.push(
+          (await outbox.publish({ exchange: 'amq.topic', routingKey, payload: { n } })).messageId,
+        );
+      }
+      return ids;
+    });
+    const relay = app.get(OutboxRelay);
+    await eventually(
+      'the routable events on the queue',
+      async () => {
+        await relay.relayOnce();
+        const ours = seen.filter((m) => good.includes(String(m.messageId)));
+        return ours.length >= 2 ? ours : undefined;
+      },
+      5_000,
+    );
   });
 });

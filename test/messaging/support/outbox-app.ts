@@ -1,7 +1,7 @@
 import type { INestApplication, LogLevel } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { IdempotencyMessagingModule, type OutboxOptions } from 'nestjs-pg-idempotency/messaging';
-import { RabbitMqTransport } from 'nestjs-pg-idempotency/rabbitmq';
+import { RabbitMqTransport, type RabbitMqTransportOptions } from 'nestjs-pg-idempotency/rabbitmq';
 import { DataSource } from 'typeorm';
 import { libraryInfrastructure } from '../../../libs/idempotency/test/support/library-infrastructure';
 import { migrateTestDatabase } from '../../../libs/idempotency/test/support/migrations';
@@ -14,12 +14,13 @@ import { brokerUrl } from './broker';
 export async function outboxAppWithoutRelay(
   outbox: Omit<Partial<OutboxOptions>, 'relay'>,
   logger: LogLevel[],
+  transport: Omit<RabbitMqTransportOptions, 'url'> = {},
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       ...libraryInfrastructure(),
       IdempotencyMessagingModule.forRoot({
-        transport: new RabbitMqTransport({ url: brokerUrl() }),
+        transport: new RabbitMqTransport({ ...transport, url: brokerUrl() }),
         outbox: { ...outbox, relay: false },
         cleanup: { intervalSeconds: 0 },
       }),

@@ -173,41 +173,53 @@ function unstableDefaultsOf(type: ClassType): readonly string[] {
  * Whether `type` or a DTO below it has a `@Type` with a discriminator: class-transformer
  * deletes the discriminator property from the object it reads (unless told to keep it), and
  * what it builds does not hold it. Such a body is fingerprinted as sent: its defaults are not
- * applied, and the request's body is left as the handler's pipes must find it. Found once per
- * class.
+ * applied, and the request's body is left as the handler's pipes must find it. So is one below
+ * a `@Type` whose function needs the object it types (`@Type((options) => …)`): what it may
+ * build cannot be known beforehand. Found once per class, by a walk of its own (a class below
+ * it reached from elsewhere first is walked again from there).
  */
 const discriminated = new WeakMap<object, boolean>();
 
-function hasDiscriminator(type: unknown, store: MetadataStore): boolean {
-  if (typeof type !== 'function') return false;
-  const known = discriminated.get(type);
-  if (known !== undefined) return known;
-  discriminated.set(type, false); // a class that nests itself
-  let found = false;
+function hasDiscriminator(type: ClassType, store: MetadataStore): boolean {
+  let found = discriminated.get(type);
+  if (found === undefined) {
+    found = reachesDiscriminator(type, store, new Set());
+    discriminated.set(type, found);
+  }
+  return found;
+}
+
+interface TypeMetadataLike {
+  options?: { discriminator?: unknown };
+  typeFunction?: () => unknown;
+}
+
+function reachesDiscriminator(
+  type: unknown,
+  store: MetadataStore,
+  visiting: Set<unknown>,
+): boolean {
+  if (typeof type !== 'function' || visiting.has(type)) return false;
+  visiting.add(type);
   for (
     let target: unknown = type;
-    !found && typeof target === 'function' && target !== Function.prototype;
+    typeof target === 'function' && target !== Function.prototype;
     target = Object.getPrototypeOf(target)
   ) {
     const byProperty = store._typeMetadatas.get(target) as
-      | Map<string, { options?: { discriminator?: unknown }; typeFunction?: () => unknown }>
-      | undefined;
+      Map<string, TypeMetadataLike> | undefined;
     for (const metadata of byProperty?.values() ?? []) {
-      if (metadata.options?.discriminator) found = true;
-      else {
-        let nested: unknown;
-        try {
-          nested = metadata.typeFunction?.();
-        } catch {
-          nested = undefined;
-        }
-        found = hasDiscriminator(nested, store);
+      if (metadata.options?.discriminator) return true;
+      let nested: unknown;
+      try {
+        nested = metadata.typeFunction?.();
+      } catch {
+        return true;
       }
-      if (found) break;
+      if (reachesDiscriminator(nested, store, visiting)) return true;
     }
   }
-  discriminated.set(type, found);
-  return found;
+  return false;
 }
 
 /**

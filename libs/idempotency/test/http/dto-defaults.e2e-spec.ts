@@ -112,6 +112,60 @@ class CheckoutDto {
   method!: PaymentMethodDto;
 }
 
+const paymentKinds = {
+  discriminator: {
+    property: 'kind',
+    subTypes: [
+      { value: CardDto, name: 'card' },
+      { value: BankDto, name: 'bank' },
+    ],
+  },
+};
+
+/** Two DTOs that nest each other, the discriminated method on the first. */
+class OrderNodeDto {
+  @IsString()
+  tag!: string;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => CustomerNodeDto)
+  customer?: object; // the class is declared below: its metadata cannot name it here
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => PaymentMethodDto, paymentKinds)
+  method?: PaymentMethodDto;
+}
+
+class CustomerNodeDto {
+  @IsString()
+  tag!: string;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => OrderNodeDto)
+  lastOrder?: OrderNodeDto;
+}
+
+class ModernEnvelopeDto {
+  @ValidateNested()
+  @Type(() => PaymentMethodDto, paymentKinds)
+  method!: PaymentMethodDto;
+}
+
+/** A `@Type` whose function needs the object it types: what it builds is known per request. */
+class EnvelopeDto {
+  @IsString()
+  tag!: string;
+
+  @ValidateNested()
+  @Type((options) =>
+    (options?.object as { legacy?: boolean }).legacy ? Object : ModernEnvelopeDto,
+  )
+  inner!: ModernEnvelopeDto;
+}
+
 class OrderDto {
   @IsString()
   tag!: string;
@@ -173,6 +227,30 @@ class DefaultsController {
     return {
       id: await this.effects.record('checkout', body.tag),
       method: body.method.constructor.name,
+    };
+  }
+
+  @Post('order-nodes')
+  @Idempotent()
+  async orderNode(@Body() body: OrderNodeDto) {
+    return { id: await this.effects.record('order-nodes', body.tag) };
+  }
+
+  @Post('customer-nodes')
+  @Idempotent()
+  async customerNode(@Body() body: CustomerNodeDto) {
+    return {
+      id: await this.effects.record('customer-nodes', body.tag),
+      method: body.lastOrder?.method?.constructor.name,
+    };
+  }
+
+  @Post('envelope')
+  @Idempotent()
+  async envelope(@Body() body: EnvelopeDto) {
+    return {
+      id: await this.effects.record('envelope', body.tag),
+      method: body.inner.method.constructor.name,
     };
   }
 
@@ -273,6 +351,29 @@ describe('DTO defaults in the fingerprint', () => {
     expect(
       (await post('checkout', key, { tag, method: { kind: 'card', last4: '4242' } })).text,
     ).toBe(card.text);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('finds a discriminator below DTOs that nest each other, whichever route came first', async () => {
+    await post('order-nodes', randomUUID(), { tag: `order-node-${randomUUID()}` }).expect(201);
+    const key = randomUUID();
+    const tag = `customer-node-${key}`;
+    const send = (kind: string) =>
+      post('customer-nodes', key, { tag, lastOrder: { tag, method: { kind, last4: '4242' } } });
+    const card = await send('card');
+    expect(card.body.method).toBe('CardDto');
+    expect((await send('bank')).status).toBe(422);
+    expect(await effects(tag)).toBe(1);
+  });
+
+  it('fingerprints as sent a body below a @Type whose function reads the object it types', async () => {
+    const key = randomUUID();
+    const tag = `envelope-${key}`;
+    const send = (kind: string) =>
+      post('envelope', key, { tag, inner: { method: { kind, last4: '4242' } } });
+    const card = await send('card');
+    expect(card.body.method).toBe('CardDto');
+    expect((await send('bank')).status).toBe(422);
     expect(await effects(tag)).toBe(1);
   });
 

@@ -152,8 +152,9 @@ const PASS_BUDGET_MS = 2_000;
  * they would back off in step with the refused row and be claimed, and fail, with it for as long
  * as it stays. So after a batch with more than one failure, the failed messages are published
  * again one at a time, in order, and `results` takes their outcomes. A broker refuses a whole
- * exchange (missing, or not permitted), so once one message to an exchange fails again, the
- * others to it keep their failure without another try; and the pass ends once it has taken
+ * destination (an exchange missing or not permitted; under `mandatory`, a routing key no queue
+ * is bound for), so once one message to an exchange and routing key fails again, the others to
+ * them keep their failure without another try; and the pass ends once it has taken
  * `PASS_BUDGET_MS` (a broker that does not answer costs it one publish timeout), the rest
  * keeping their first outcome.
  */
@@ -165,14 +166,15 @@ async function publishFailedOneByOne(
   const failed = results.flatMap((result, i) => (result.status === 'rejected' ? [i] : []));
   if (failed.length < 2) return;
   const started = performance.now();
-  const refusedExchanges = new Set<string>();
+  const refused = new Set<string>();
   for (const i of failed) {
-    if (refusedExchanges.has(messages[i].exchange)) continue;
+    const destination = `${messages[i].exchange}\u0000${messages[i].routingKey}`;
+    if (refused.has(destination)) continue;
     try {
       results[i] = { status: 'fulfilled', value: await publish(messages[i]) };
     } catch (error) {
       results[i] = { status: 'rejected', reason: error };
-      refusedExchanges.add(messages[i].exchange);
+      refused.add(destination);
     }
     if (performance.now() - started >= PASS_BUDGET_MS) return;
   }
