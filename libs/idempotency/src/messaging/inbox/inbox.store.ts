@@ -18,12 +18,12 @@ interface PostgresResult {
   rowCount: number | null;
 }
 
-/** Every statement the library sends about processed messages lives here. */
-
 /** The part of node-postgres's client `refuseSilentRollback` uses. */
 interface CommandClient {
   query(text: string): Promise<{ command?: string | null }>;
 }
+
+/** Every statement the library sends about processed messages lives here. */
 @Injectable()
 export class InboxStore {
   constructor(private readonly txHost: MessagingTransactionHost) {}
