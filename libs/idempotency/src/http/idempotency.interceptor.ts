@@ -24,7 +24,7 @@ import { isOutermostInterceptor } from './outermost-interceptor';
 import type { StoredResponse } from './idempotency.options';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
-import { isDatabaseUnavailable } from '../shared/postgres-errors';
+import { isDatabaseUnavailable, isMissingKeyTable } from '../shared/postgres-errors';
 import { CompletedResponseCache } from './replay/completed-response.cache';
 import { type Flight, InFlightKeys, type Landing } from './replay/in-flight-keys';
 import { keyIdentity } from './replay/key-identity';
@@ -52,6 +52,7 @@ const RUNNING = new WeakSet<object>();
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
+  private missingTableSaid = false;
 
   constructor(
     @Inject(IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -287,6 +288,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const unavailable = IdempotencyRejection.databaseUnavailable(this.options.retryAfterSeconds);
       reporter.report('released', unavailable.status);
       return flow.reject(unavailable);
+    }
+    if (isMissingKeyTable(error) && !this.missingTableSaid) {
+      // Said once: every request with a key fails the same way until the migrations run.
+      this.missingTableSaid = true;
+      this.logger.error(
+        'the table idempotency_keys does not exist: add idempotencyMigrations to your ' +
+          "DataSource's migrations and run them (the package README's quick start)",
+      );
     }
     reporter.report(
       'released',

@@ -19,6 +19,16 @@ export function isQueryCanceled(error: unknown): boolean {
   return sqlState(error) === '57014';
 }
 
+/**
+ * SQLSTATE 42P01 undefined_table naming the key table: the library's migrations never ran on
+ * this database (or the connection's `search_path` does not reach their schema).
+ */
+export function isMissingKeyTable(error: unknown): boolean {
+  if (sqlState(error) !== '42P01') return false;
+  const message = (error as { message?: unknown }).message;
+  return typeof message === 'string' && message.includes('"idempotency_keys"');
+}
+
 /** SQLSTATE of a pg error, directly or wrapped by TypeORM's QueryFailedError. */
 export function sqlState(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
