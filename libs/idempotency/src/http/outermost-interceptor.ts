@@ -1,6 +1,7 @@
 import type { NestInterceptor, Type } from '@nestjs/common';
 import type { ApplicationConfig, Reflector } from '@nestjs/core';
 import { ClsInterceptor } from 'nestjs-cls';
+import { PerAppRoute } from './per-app-route';
 
 // Nest's metadata keys (the same in Nest 11 and 12; not exported from either root).
 const INTERCEPTORS_METADATA = '__interceptors__';
@@ -13,10 +14,7 @@ type Handler = (...args: never[]) => unknown;
 /** Interceptors as Nest lists them: classes (`@UseInterceptors(X)`) or instances. */
 type InterceptorEntry = Type<NestInterceptor> | NestInterceptor;
 
-// Decided once per app (its config) and (controller, handler): the enhancers are fixed once
-// the app is initialised, which is before its first request. One process may hold several apps
-// of the same controllers (tests do), each with its own globals.
-const decided = new WeakMap<ApplicationConfig, WeakMap<object, WeakMap<Handler, boolean>>>();
+const decided = new PerAppRoute<boolean>();
 
 /**
  * Whether `ours` is the first interceptor Nest runs on this route, and the router sends what it
@@ -37,16 +35,10 @@ export function isOutermostInterceptor(
   ours: Type<NestInterceptor>,
 ): boolean {
   if (config === undefined) return false;
-  let byController = decided.get(config);
-  if (!byController) decided.set(config, (byController = new WeakMap()));
-  let byHandler = byController.get(controller);
-  if (!byHandler) byController.set(controller, (byHandler = new WeakMap()));
-  let outermost = byHandler.get(handler);
-  if (outermost === undefined) {
-    outermost = decide(config, reflector, controller, handler, ours);
-    byHandler.set(handler, outermost);
-  }
-  return outermost;
+  return (
+    decided.get(config, controller, handler) ??
+    decided.set(config, controller, handler, decide(config, reflector, controller, handler, ours))
+  );
 }
 
 function decide(

@@ -1,5 +1,6 @@
 import { type Type, VERSION_NEUTRAL, VersioningType } from '@nestjs/common';
 import type { ApplicationConfig } from '@nestjs/core';
+import { PerAppRoute } from './per-app-route';
 
 // Nest's metadata keys (the same in Nest 11 and 12; not exported from either root).
 const HOST_METADATA = 'host';
@@ -8,7 +9,7 @@ const VERSION_METADATA = '__version__';
 type Handler = (...args: never[]) => unknown;
 type VersionValue = string | symbol | readonly (string | symbol)[];
 
-const decided = new WeakMap<object, WeakMap<object, WeakMap<Handler, string>>>();
+const decided = new PerAppRoute<string>();
 /** The key of an app without its `ApplicationConfig` (a hand-built interceptor). */
 const NO_CONFIG = {};
 
@@ -27,16 +28,11 @@ export function routeVariant(
   controller: Type<unknown>,
   handler: Handler,
 ): string {
-  let byController = decided.get(config ?? NO_CONFIG);
-  if (!byController) decided.set(config ?? NO_CONFIG, (byController = new WeakMap()));
-  let byHandler = byController.get(controller);
-  if (!byHandler) byController.set(controller, (byHandler = new WeakMap()));
-  let variant = byHandler.get(handler);
-  if (variant === undefined) {
-    variant = describe(config, controller, handler);
-    byHandler.set(handler, variant);
-  }
-  return variant;
+  const app = config ?? NO_CONFIG;
+  return (
+    decided.get(app, controller, handler) ??
+    decided.set(app, controller, handler, describe(config, controller, handler))
+  );
 }
 
 function describe(
