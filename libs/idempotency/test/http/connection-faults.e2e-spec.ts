@@ -169,5 +169,11 @@ describe('an app statement_timeout shorter than lockTimeoutMs', () => {
       .set('idempotency-key', randomUUID())
       .send({ tag: `after-${key}` });
     expect(fresh.status).toBe(201);
+    // The refused duplicates ran nothing; the fresh key ran once.
+    const written = await db.query<{ tag: string }>(
+      'SELECT tag FROM library_test_effects WHERE tag = ANY($1)',
+      [[`timed-out-${key}`, `after-${key}`]],
+    );
+    expect(written.map((row) => row.tag)).toEqual([`after-${key}`]);
   });
 });
