@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { SqlStatement } from '../shared/sql-literals';
+import { libraryParameters } from './write-guard/library-statements';
 
 /**
  * Sends one statement about keys on `tx` (`txHost.tx`: the current transaction, or none).
@@ -11,7 +12,7 @@ export async function runKeyStatement<T = unknown>(
   statement: SqlStatement,
 ): Promise<T[]> {
   try {
-    return await tx.query(statement.text, [...statement.values]);
+    return await tx.query(statement.text, libraryParameters(statement.values));
   } catch (error) {
     if (typeof error === 'object' && error !== null && 'parameters' in error) {
       (error as { parameters?: unknown }).parameters = ['[redacted]'];

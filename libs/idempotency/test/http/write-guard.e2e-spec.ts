@@ -39,10 +39,47 @@ const WRITES: Record<
   'query-builder-insert': (_, manager, tag) =>
     manager.createQueryBuilder().insert().into(GuardNote).values({ tag, note: 'built' }).execute(),
   'manager-save': (_, manager, tag) => manager.save(GuardNote, { tag, note: 'manager' }),
+  // TypeORM broadcasts no entity event for these: the guard reads the statement's first words.
+  'raw-insert': (_, manager, tag) =>
+    manager.query(`INSERT INTO guard_test_notes (tag, note) VALUES ($1, 'raw')`, [tag]),
+  'raw-update-with-schema': (_, manager, tag) =>
+    manager.query(`UPDATE public.guard_test_notes SET note = 'raw' WHERE tag = $1`, [tag]),
+  'raw-delete-after-comment': (_, manager, tag) =>
+    manager.query(`/* tidy up */ DELETE FROM "guard_test_notes" WHERE tag = $1`, [tag]),
+  'insert-select': (_, manager, tag) =>
+    manager
+      .createQueryBuilder()
+      .insert()
+      .into(GuardNote, ['tag', 'note'])
+      .valuesFromSelect((select) =>
+        select
+          .select('copied.tag', 'tag')
+          .addSelect(`'selected'`, 'note')
+          .from(GuardNote, 'copied')
+          .where('copied.tag = :tag', { tag }),
+      )
+      .execute(),
+  'update-by-table-name': (_, manager, tag) =>
+    manager
+      .createQueryBuilder()
+      .update('public.guard_test_notes')
+      .set({ note: 'named' })
+      .where('tag = :tag', { tag })
+      .execute(),
 };
 
 /** Writes that need the tag's row to exist already. */
-const ON_EXISTING_ROW = new Set(['update', 'delete', 'remove', 'soft-remove', 'soft-delete']);
+const ON_EXISTING_ROW = new Set([
+  'update',
+  'delete',
+  'remove',
+  'soft-remove',
+  'soft-delete',
+  'raw-update-with-schema',
+  'raw-delete-after-comment',
+  'insert-select',
+  'update-by-table-name',
+]);
 
 @Controller('guard')
 class GuardController {
@@ -85,6 +122,29 @@ class GuardController {
   @Idempotent({ writeGuard: 'warn' })
   async warn(@Body() body: TagDto) {
     await this.notes.save({ tag: body.tag, note: 'outside, warned' });
+    return { ok: true };
+  }
+
+  @Post('warn-raw')
+  @Idempotent({ writeGuard: 'warn' })
+  async warnRaw(@Body() body: TagDto) {
+    await this.dataSource.query(
+      `INSERT INTO guard_test_notes (tag, note) VALUES ($1, 'raw, warned')`,
+      [body.tag],
+    );
+    return { ok: true };
+  }
+
+  /** Reads outside the transaction, one of them cached (TypeORM writes its cache table), pass. */
+  @Post('reads')
+  @Idempotent()
+  async reads(@Body() body: TagDto) {
+    const cached = await this.notes.find({ where: { tag: body.tag }, cache: 60_000 });
+    const [{ count }] = await this.dataSource.query<{ count: string }[]>(
+      `WITH mine AS (SELECT * FROM guard_test_notes WHERE tag = $1) SELECT count(*) FROM mine`,
+      [body.tag],
+    );
+    await this.inTransaction.save({ tag: body.tag, note: `read ${cached.length} and ${count}` });
     return { ok: true };
   }
 
@@ -150,14 +210,16 @@ describe('write guard (writes outside the request transaction)', () => {
     ({ app, dataSource } = await createLibraryApp(
       IdempotencyModule.forRoot(),
       undefined,
-      { entities: [GuardNote] },
+      { entities: [GuardNote], cache: true },
       { controllers: [GuardController, PlainController] },
       [TypeOrmModule.forFeature([GuardNote])],
     ));
+    await dataSource.queryResultCache?.synchronize();
     channel = listen();
   });
   afterAll(async () => {
     channel.stop();
+    await dataSource.query('DROP TABLE IF EXISTS "query-result-cache"');
     await app.close();
   });
   afterEach(() => jest.restoreAllMocks());
@@ -172,6 +234,15 @@ describe('write guard (writes outside the request transaction)', () => {
     (await dataSource.query('SELECT 1 FROM idempotency_keys WHERE idem_key = $1', [key])).length;
   const post = (path: string, key: string, tag: string) =>
     request(app.getHttpServer()).post(path).set('idempotency-key', key).send({ tag });
+  /** The one guard event since `seen`: a write of GuardNote on an atomic route. */
+  const expectOneGuardEvent = (seen: number, scope: string) =>
+    expect(channel.events.slice(seen)).toEqual([
+      { type: 'write_outside_transaction', scope, mode: 'atomic', entity: 'GuardNote' },
+    ]);
+  const expectLogged = (spy: jest.SpyInstance, text: string) =>
+    expect(spy.mock.calls.map(([message]) => String(message))).toEqual(
+      expect.arrayContaining([expect.stringContaining(text)]),
+    );
 
   describe.each(Object.keys(WRITES))(
     '%s through the injected repository or DataSource',
@@ -199,17 +270,8 @@ describe('write guard (writes outside the request transaction)', () => {
           ON_EXISTING_ROW.has(write) ? [{ note: 'before', deleted: false }] : [],
         );
         expect(await keyRows(key)).toBe(0);
-        expect(channel.events.slice(seen)).toEqual([
-          {
-            type: 'write_outside_transaction',
-            scope: 'POST /guard/outside/:write',
-            mode: 'atomic',
-            entity: 'GuardNote',
-          },
-        ]);
-        expect(errors.mock.calls.map(([message]) => String(message))).toEqual(
-          expect.arrayContaining([expect.stringContaining('of GuardNote outside')]),
-        );
+        expectOneGuardEvent(seen, 'POST /guard/outside/:write');
+        expectLogged(errors, 'of GuardNote outside');
       });
     },
   );
@@ -232,6 +294,14 @@ describe('write guard (writes outside the request transaction)', () => {
       'soft-delete': [{ note: 'before', deleted: true }],
       'query-builder-insert': [{ note: 'built', deleted: false }],
       'manager-save': [{ note: 'manager', deleted: false }],
+      'raw-insert': [{ note: 'raw', deleted: false }],
+      'raw-update-with-schema': [{ note: 'raw', deleted: false }],
+      'raw-delete-after-comment': [],
+      'insert-select': [
+        { note: 'before', deleted: false },
+        { note: 'selected', deleted: false },
+      ],
+      'update-by-table-name': [{ note: 'named', deleted: false }],
     };
     expect(await notes(tag)).toEqual(expected[write]);
   });
@@ -264,6 +334,33 @@ describe('write guard (writes outside the request transaction)', () => {
       'POST /guard/warn',
       'POST /guard/warn',
     ]);
+  });
+
+  it("with 'warn' reports a raw write once and lets it through", async () => {
+    const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const seen = channel.events.length;
+    const tag = randomUUID();
+    expect((await post('/guard/warn-raw', randomUUID(), tag)).status).toBe(201);
+    expect(await notes(tag)).toEqual([{ note: 'raw, warned', deleted: false }]);
+    expectOneGuardEvent(seen, 'POST /guard/warn-raw');
+    expectLogged(warnings, 'insert of GuardNote outside');
+  });
+
+  it('lets reads outside the transaction pass, a cached one (TypeORM writes its cache) too', async () => {
+    const tag = randomUUID();
+    await dataSource.query(`INSERT INTO guard_test_notes (tag, note) VALUES ($1, 'before')`, [tag]);
+    const seen = channel.events.length;
+    const response = await post('/guard/reads', randomUUID(), tag);
+    expect(response.status).toBe(201);
+    expect(await notes(tag)).toEqual([
+      { note: 'before', deleted: false },
+      { note: 'read 1 and 1', deleted: false },
+    ]);
+    expect(channel.events.length).toBe(seen);
+    const [{ cached }] = await dataSource.query<{ cached: number }[]>(
+      `SELECT count(*)::int AS cached FROM "query-result-cache"`,
+    );
+    expect(cached).toBeGreaterThan(0);
   });
 
   it("with 'off' on the route does not watch it", async () => {

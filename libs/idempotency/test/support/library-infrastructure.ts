@@ -20,6 +20,8 @@ export interface InfrastructureOptions {
   migrations?: MixedList<string | (new () => MigrationInterface)>;
   /** The DataSource's entities (a suite that writes through repositories). Default none. */
   entities?: MixedList<string | EntitySchema | (new () => unknown)>;
+  /** TypeORM's query result cache, in its own table (`query-result-cache`). Default off. */
+  cache?: boolean;
   /** The DataSource's subscribers (a suite that listens to TypeORM's events). Default none. */
   subscribers?: MixedList<string | (new () => unknown)>;
   /**
@@ -51,6 +53,7 @@ export function libraryInfrastructure(options: InfrastructureOptions = {}) {
       migrations: options.migrations ?? libraryMigrations,
       entities: options.entities,
       subscribers: options.subscribers,
+      cache: options.cache,
       isolationLevel: options.isolationLevel,
       extra: {
         ...(options.poolSize ? { max: options.poolSize } : {}),

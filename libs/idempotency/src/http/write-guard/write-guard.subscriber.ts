@@ -5,6 +5,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type {
+  BeforeQueryEvent,
   DataSource,
   EntityMetadata,
   EntitySubscriberInterface,
@@ -18,8 +19,10 @@ import type {
 import { IdempotencyEvents } from '../events/idempotency-events';
 import { TransactionHostRef } from '../transaction-host.ref';
 import { GuardedRequest } from './guarded-request';
+import { isSentByLibrary } from './library-statements';
+import { type WrittenTable, writtenTable } from './written-table';
 
-type Write = 'insert' | 'update' | 'remove' | 'soft remove' | 'recover';
+type Write = 'insert' | 'update' | 'remove' | 'soft remove' | 'recover' | WrittenTable['write'];
 
 /** What every `before*` event TypeORM broadcasts carries (the entity itself may be absent). */
 interface WriteEvent {
@@ -28,13 +31,18 @@ interface WriteEvent {
 }
 
 /**
- * The write guard: a TypeORM subscriber on the transactional DataSource. TypeORM broadcasts its
- * `before*` events from `save`/`remove`/`softRemove`/`recover` and from the query builders behind
- * `insert`/`update`/`delete`/`softDelete`/`restore`, before the statement is sent, with the query
- * runner that will send it. During an `@Idempotent()` handler, a write is allowed only through the
- * transaction the handler's async context holds (`txHost.tx`: the request's, or in phased mode
- * the current step's); any other query runner is the classic bug, a write that commits on its
- * own and that the retry repeats. The library's own statements are raw queries: never broadcast.
+ * The write guard: a TypeORM subscriber on the transactional DataSource. During an
+ * `@Idempotent()` handler, a write is allowed only through the transaction the handler's async
+ * context holds (`txHost.tx`: the request's, or in phased mode the current step's); any other
+ * query runner is the classic bug, a write that commits on its own and that the retry repeats.
+ *
+ * It hears writes twice over, both before the statement is sent, with the query runner that
+ * will send it: the `before*` events TypeORM broadcasts from `save`/`remove`/`softRemove`/
+ * `recover` and the query builders behind `insert`/`update`/`delete`/`softDelete`/`restore`
+ * (they name the entity), and `beforeQuery`, for every statement, whose first words say what
+ * raw SQL and the builders TypeORM does not broadcast for write (`INSERT … SELECT`, a table
+ * named by a string). The library's own statements are its raw batches, or marked by their
+ * parameter array (`libraryParameters`).
  */
 @Injectable()
 export class WriteGuardSubscriber
@@ -44,6 +52,16 @@ export class WriteGuardSubscriber
   private dataSource?: DataSource;
   /** Scope and entity pairs already warned about: a warning per route and entity, not per write. */
   private readonly warned = new Set<string>();
+  /**
+   * Query runners whose next write statements an entity event has already reported ('warn'
+   * lets them through): `beforeQuery` must not count them again. Cleared by the runner's next
+   * statement that writes nothing (the `COMMIT` of `save`'s own transaction, a read).
+   */
+  private readonly reportedByEntity = new WeakSet<QueryRunner>();
+  /** Entity names by table (`tablePath`, then bare `tableName`), for raw statements' reports. */
+  private entitiesByTable = new Map<string, string>();
+  /** TypeORM's query cache writes its table on whichever runner read: a read, not the app's write. */
+  private cacheTable?: string;
 
   constructor(
     private readonly transactions: TransactionHostRef,
@@ -58,6 +76,14 @@ export class WriteGuardSubscriber
     }
     if (!dataSource.subscribers.includes(this)) dataSource.subscribers.push(this);
     this.dataSource = dataSource;
+    for (const { name, tableName, tablePath } of dataSource.entityMetadatas) {
+      if (!this.entitiesByTable.has(tablePath)) this.entitiesByTable.set(tablePath, name);
+      if (!this.entitiesByTable.has(tableName)) this.entitiesByTable.set(tableName, name);
+    }
+    const { cache } = dataSource.options;
+    if (cache)
+      this.cacheTable =
+        (typeof cache === 'object' ? cache.tableName : undefined) ?? 'query-result-cache';
   }
 
   // A DataSource that outlives the app (tests that share one) must not keep a dead subscriber.
@@ -87,6 +113,26 @@ export class WriteGuardSubscriber
     this.check(event, 'recover');
   }
 
+  beforeQuery(event: BeforeQueryEvent): void {
+    const guard = GuardedRequest.current();
+    if (!guard) return;
+    const { queryRunner } = event;
+    // The handler's own statements first: the common case, and cheaper than reading the text.
+    if (queryRunner === this.transactions.host.tx.queryRunner) return;
+    const written = writtenTable(event.query);
+    if (!written) {
+      this.reportedByEntity.delete(queryRunner);
+      return;
+    }
+    if (this.reportedByEntity.has(queryRunner) || isSentByLibrary(event.parameters)) return;
+    if (written.table === this.cacheTable) return;
+    const qualified =
+      written.schema === undefined ? written.table : `${written.schema}.${written.table}`;
+    const entity =
+      this.entitiesByTable.get(qualified) ?? this.entitiesByTable.get(written.table) ?? qualified;
+    this.report(guard, entity, written.write);
+  }
+
   private check(event: WriteEvent, write: Write): void {
     const guard = GuardedRequest.current();
     if (!guard) return;
@@ -94,7 +140,13 @@ export class WriteGuardSubscriber
     // undefined: then every write is outside (phased mode, between steps).
     const transaction = this.transactions.host.tx;
     if (event.queryRunner === transaction.queryRunner) return;
-    const entity = event.metadata.name;
+    this.report(guard, event.metadata.name, write);
+    // Let through: its statements follow, and `beforeQuery` must not count them again.
+    if (event.queryRunner) this.reportedByEntity.add(event.queryRunner);
+  }
+
+  /** Emits the event, then warns (and returns) or throws the refusal, as the guard says. */
+  private report(guard: GuardedRequest, entity: string, write: Write): void {
     const { scope, mode } = guard;
     this.events.emit({ type: 'write_outside_transaction', scope, mode, entity });
     if (guard.action === 'warn') {
