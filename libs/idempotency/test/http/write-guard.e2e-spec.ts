@@ -15,13 +15,40 @@ import {
   Phases,
 } from 'nestjs-pg-idempotency';
 import request from 'supertest';
-import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import {
+  Column,
+  DataSource,
+  Entity,
+  type EntityManager,
+  PrimaryGeneratedColumn,
+  type Repository,
+  Tree,
+  TreeChildren,
+  TreeParent,
+} from 'typeorm';
 import { GuardNote } from './guard-note.entity';
 import { createLibraryApp } from './library-app';
 
 class TagDto {
   @IsString()
   tag: string;
+}
+
+/** A nested-set tree: TypeORM reads the bounds, moves them with raw SQL, then inserts. */
+@Entity({ name: 'guard_test_categories' })
+@Tree('nested-set')
+class GuardCategory {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  tag: string;
+
+  @TreeChildren()
+  children: GuardCategory[];
+
+  @TreeParent()
+  parent: GuardCategory | null;
 }
 
 /** Each kind of TypeORM write, given the repository and the manager to write through. */
@@ -135,6 +162,30 @@ class GuardController {
     return { ok: true };
   }
 
+  /** One outside write, whose statements are a read, raw SQL and an insert: one report. */
+  @Post('warn-tree')
+  @Idempotent({ writeGuard: 'warn' })
+  async warnTree(@Body() body: TagDto) {
+    const categories = this.dataSource.manager.getTreeRepository(GuardCategory);
+    const root = await categories.findOneByOrFail({ tag: 'root' });
+    await categories.save(categories.create({ tag: body.tag, parent: root }));
+    return { ok: true };
+  }
+
+  /** Two outside writes on one runner: an entity save, then raw SQL on another table. */
+  @Post('warn-save-then-raw')
+  @Idempotent({ writeGuard: 'warn' })
+  async warnSaveThenRaw(@Body() body: TagDto) {
+    await this.dataSource.transaction(async (manager) => {
+      await manager.save(GuardNote, { tag: body.tag, note: 'saved outside' });
+      await manager.query(
+        `INSERT INTO library_test_effects (route, tag) VALUES ('warn-save-then-raw', $1)`,
+        [body.tag],
+      );
+    });
+    return { ok: true };
+  }
+
   /** Reads outside the transaction, one of them cached (TypeORM writes its cache table), pass. */
   @Post('reads')
   @Idempotent()
@@ -210,16 +261,24 @@ describe('write guard (writes outside the request transaction)', () => {
     ({ app, dataSource } = await createLibraryApp(
       IdempotencyModule.forRoot(),
       undefined,
-      { entities: [GuardNote], cache: true },
+      { entities: [GuardNote, GuardCategory], cache: true },
       { controllers: [GuardController, PlainController] },
       [TypeOrmModule.forFeature([GuardNote])],
     ));
     await dataSource.queryResultCache?.synchronize();
+    await dataSource.query(`DROP TABLE IF EXISTS guard_test_categories`);
+    await dataSource.query(`CREATE TABLE guard_test_categories (
+      id serial PRIMARY KEY, tag text NOT NULL,
+      nsleft integer NOT NULL DEFAULT 1, nsright integer NOT NULL DEFAULT 2,
+      "parentId" integer REFERENCES guard_test_categories (id))`);
+    const categories = dataSource.getTreeRepository(GuardCategory);
+    await categories.save(categories.create({ tag: 'root' }));
     channel = listen();
   });
   afterAll(async () => {
     channel.stop();
     await dataSource.query('DROP TABLE IF EXISTS "query-result-cache"');
+    await dataSource.query('DROP TABLE IF EXISTS guard_test_categories');
     await app.close();
   });
   afterEach(() => jest.restoreAllMocks());
@@ -344,6 +403,32 @@ describe('write guard (writes outside the request transaction)', () => {
     expect(await notes(tag)).toEqual([{ note: 'raw, warned', deleted: false }]);
     expectOneGuardEvent(seen, 'POST /guard/warn-raw');
     expectLogged(warnings, 'insert of GuardNote outside');
+  });
+
+  it("with 'warn' reports a save into a nested-set tree once, though TypeORM adds raw SQL to it", async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const seen = channel.events.length;
+    const tag = randomUUID();
+    expect((await post('/guard/warn-tree', randomUUID(), tag)).status).toBe(201);
+    expect(
+      await dataSource.query('SELECT 1 FROM guard_test_categories WHERE tag = $1', [tag]),
+    ).toHaveLength(1);
+    expect(channel.events.slice(seen).map((event) => event.entity)).toEqual(['GuardCategory']);
+  });
+
+  it("with 'warn' reports a raw write that follows an entity write on the same runner", async () => {
+    const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const seen = channel.events.length;
+    const tag = randomUUID();
+    expect((await post('/guard/warn-save-then-raw', randomUUID(), tag)).status).toBe(201);
+    expect(
+      await dataSource.query('SELECT 1 FROM library_test_effects WHERE tag = $1', [tag]),
+    ).toHaveLength(1);
+    expect(channel.events.slice(seen).map((event) => event.entity)).toEqual([
+      'GuardNote',
+      'library_test_effects',
+    ]);
+    expectLogged(warnings, 'of library_test_effects outside');
   });
 
   it('lets reads outside the transaction pass, a cached one (TypeORM writes its cache) too', async () => {

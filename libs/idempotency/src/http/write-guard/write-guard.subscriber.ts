@@ -22,6 +22,9 @@ import { GuardedRequest } from './guarded-request';
 import { isSentByLibrary } from './library-statements';
 import { type WrittenTable, writtenTable } from './written-table';
 
+/** A read inside an entity write's operation (a tree reads its bounds) does not end it. */
+const STARTS_WITH_SELECT = /^\s*select\b/i;
+
 type Write = 'insert' | 'update' | 'remove' | 'soft remove' | 'recover' | WrittenTable['write'];
 
 /** What every `before*` event TypeORM broadcasts carries (the entity itself may be absent). */
@@ -53,11 +56,12 @@ export class WriteGuardSubscriber
   /** Scope and entity pairs already warned about: a warning per route and entity, not per write. */
   private readonly warned = new Set<string>();
   /**
-   * Query runners whose next write statements an entity event has already reported ('warn'
-   * lets them through): `beforeQuery` must not count them again. Cleared by the runner's next
-   * statement that writes nothing (the `COMMIT` of `save`'s own transaction, a read).
+   * The tables of the writes an entity event reported on each query runner ('warn' lets them
+   * through): their statements follow (a tree's raw moves of its bounds too), and `beforeQuery`
+   * must not count them again. Cleared at the end of the operation: the runner's next statement
+   * that neither writes nor reads (the `COMMIT` of `save`'s own transaction).
    */
-  private readonly reportedByEntity = new WeakSet<QueryRunner>();
+  private readonly reportedByEntity = new WeakMap<QueryRunner, Set<string>>();
   /** Entity names by table (`tablePath`, then bare `tableName`), for raw statements' reports. */
   private entitiesByTable = new Map<string, string>();
   /** TypeORM's query cache writes its table on whichever runner read: a read, not the app's write. */
@@ -83,7 +87,7 @@ export class WriteGuardSubscriber
     const { cache } = dataSource.options;
     if (cache)
       this.cacheTable =
-        (typeof cache === 'object' ? cache.tableName : undefined) ?? 'query-result-cache';
+        (typeof cache === 'object' ? cache.tableName : undefined) || 'query-result-cache';
   }
 
   // A DataSource that outlives the app (tests that share one) must not keep a dead subscriber.
@@ -121,10 +125,14 @@ export class WriteGuardSubscriber
     if (queryRunner === this.transactions.host.tx.queryRunner) return;
     const written = writtenTable(event.query);
     if (!written) {
-      this.reportedByEntity.delete(queryRunner);
+      if (!STARTS_WITH_SELECT.test(event.query)) this.reportedByEntity.delete(queryRunner);
       return;
     }
-    if (this.reportedByEntity.has(queryRunner) || isSentByLibrary(event.parameters)) return;
+    if (
+      this.reportedByEntity.get(queryRunner)?.has(written.table) ||
+      isSentByLibrary(event.parameters)
+    )
+      return;
     if (written.table === this.cacheTable) return;
     const qualified =
       written.schema === undefined ? written.table : `${written.schema}.${written.table}`;
@@ -142,7 +150,13 @@ export class WriteGuardSubscriber
     if (event.queryRunner === transaction.queryRunner) return;
     this.report(guard, event.metadata.name, write);
     // Let through: its statements follow, and `beforeQuery` must not count them again.
-    if (event.queryRunner) this.reportedByEntity.add(event.queryRunner);
+    if (event.queryRunner) {
+      const tables = this.reportedByEntity.get(event.queryRunner) ?? new Set<string>();
+      const { tableName, closureJunctionTable } = event.metadata;
+      tables.add(tableName);
+      if (closureJunctionTable) tables.add(closureJunctionTable.tableName);
+      this.reportedByEntity.set(event.queryRunner, tables);
+    }
   }
 
   /** Emits the event, then warns (and returns) or throws the refusal, as the guard says. */
