@@ -64,7 +64,7 @@ describe('POST /graphql createOrder (atomic idempotency, in process, express)', 
     expect(orders[0].id).toBe(body(first).data?.createOrder?.id);
     const [row] = await db.keys('acme', key);
     expect(row).toMatchObject({
-      endpoint: 'GRAPHQL Mutation.createOrder @createOrder',
+      endpoint: 'GRAPHQL Mutation.createOrder #1',
       status: 'completed',
       response_code: 200,
     });
@@ -197,8 +197,8 @@ describe('POST /graphql createOrder (atomic idempotency, in process, express)', 
     expect(orders.map((order) => order.amount_cents).sort()).toEqual([111, 222]);
     const rows = await db.keys('acme', key);
     expect(rows.map((row) => row.endpoint).sort()).toEqual([
-      'GRAPHQL Mutation.createOrder @first',
-      'GRAPHQL Mutation.createOrder @second',
+      'GRAPHQL Mutation.createOrder #1',
+      'GRAPHQL Mutation.createOrder #2',
     ]);
   });
 

@@ -468,7 +468,7 @@ export function describeConsumer(variant: ConsumerVariant): void {
         const [keyRow, ...others] = await keyRows(key);
         expect(others).toEqual([]);
         expect(keyRow).toMatchObject({
-          endpoint: 'GRAPHQL Mutation.createWidget @createWidget',
+          endpoint: 'GRAPHQL Mutation.createWidget #1',
           status: 'completed',
         });
         expectSealed(keyRow, [rows[0].id, name]);
@@ -491,7 +491,7 @@ export function describeConsumer(variant: ConsumerVariant): void {
         expect(rows).toHaveLength(2);
         const keyed = await keyRows(key);
         expect(keyed.map((row) => row.endpoint).sort()).toEqual([
-          'GRAPHQL Mutation.createWidget @createWidget',
+          'GRAPHQL Mutation.createWidget #1',
           'POST /widgets',
         ]);
         for (const row of keyed) expectSealed(row, [...rows.map((widget) => widget.id), name]);

@@ -227,7 +227,7 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     expect(await effects(tag)).toBe(1);
     expect(await keyRows(key)).toEqual([
       {
-        endpoint: 'GRAPHQL Mutation.makeThing @makeThing',
+        endpoint: 'GRAPHQL Mutation.makeThing #1',
         status: 'completed',
         response_code: 200,
       },
@@ -299,6 +299,31 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     }
     expect(await effects(tag)).toBe(1);
     expect(await effects(`${tag}-other`)).toBe(0);
+  });
+
+  it('refuses a retry that renames the alias: the same record, another request, nothing run again', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const first = await send(MAKE, { tag }, key);
+    const aliased = await send(MAKE.replace('makeThing(', 'made: makeThing('), { tag }, key);
+    const spread = await send(
+      `mutation Make($tag: String!, $outcome: String) { ...Made }
+       fragment Made on Mutation { made: makeThing(tag: $tag, outcome: $outcome) { id tag } }`,
+      { tag },
+      key,
+    );
+
+    expect(JSON.parse(first.text)).toMatchObject({ data: { makeThing: { tag } } });
+    for (const res of [aliased, spread]) {
+      expect(JSON.parse(res.text)).toMatchObject({
+        data: null,
+        errors: [{ path: ['made'], extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }],
+      });
+    }
+    expect(await effects(tag)).toBe(1);
+    expect((await keyRows(key)).map((row) => row.endpoint)).toEqual([
+      'GRAPHQL Mutation.makeThing #1',
+    ]);
   });
 
   it('refuses a variable whose content it cannot see (an upload scalar’s promise), before the resolver runs', async () => {

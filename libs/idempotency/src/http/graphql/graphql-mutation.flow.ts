@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
-import type { GraphQLResolveInfo, ResponsePath } from 'graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import { keyLabel } from '../fingerprint';
 import { fingerprintedHeaders, type HttpRequestLike, underlyingRequest } from '../http-exchange';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
@@ -10,6 +10,7 @@ import type { IdempotentRequest } from '../idempotent-request';
 import { tenantIdOf } from '../key-id';
 import type { Delivery, RequestFlow } from '../request-flow';
 import type { RouteOptions } from '../route-options';
+import { fieldOrdinal } from './field-ordinal';
 import { IdempotencyGraphQLErrorCode } from './graphql-error-codes';
 import { graphqlLibrary } from './graphql-library';
 import { deliverOutcome, settleResolver } from './graphql-outcome';
@@ -38,8 +39,9 @@ export function mutationField(context: ExecutionContext): GraphQLResolveInfo | u
 /**
  * One field of a mutation operation under `@Idempotent()`. Its key comes from the HTTP request
  * carrying the operation; its record is its own: the scope is the field's (`GRAPHQL
- * Mutation.createOrder`, or the decorator's `scope`) followed by its response path, so two
- * aliased fields in one document are two records, and no REST route shares the key space.
+ * Mutation.createOrder`, or the decorator's `scope`) followed by which of the operation's fields
+ * of that name it is (`#1`, `#2`: see `fieldOrdinal`), so two aliased fields in one document are
+ * two records, a renamed alias is not a new one, and no REST route shares the key space.
  */
 export class GraphqlMutationFlow implements RequestFlow {
   readonly eventScope: string;
@@ -53,7 +55,7 @@ export class GraphqlMutationFlow implements RequestFlow {
     private readonly options: ResolvedIdempotencyOptions,
   ) {
     this.eventScope = route.scope ?? `GRAPHQL ${info.parentType.name}.${info.fieldName}`;
-    this.scope = `${this.eventScope} @${responsePath(info.path)}`;
+    this.scope = `${this.eventScope} #${fieldOrdinal(graphqlLibrary(), info)}`;
   }
 
   async describe(): Promise<IdempotentRequest | undefined> {
@@ -113,11 +115,4 @@ export class GraphqlMutationFlow implements RequestFlow {
       }),
     };
   }
-}
-
-/** `createOrder`, or `first` for the field aliased `first: createOrder(...)`. */
-function responsePath(path: ResponsePath): string {
-  const keys: (string | number)[] = [];
-  for (let step: ResponsePath | undefined = path; step; step = step.prev) keys.push(step.key);
-  return keys.reverse().join('.');
 }
