@@ -8,6 +8,7 @@ import { IdempotencyCleanup, IdempotencyCleanupService } from './cleanup/idempot
 import { IdempotencyEvents } from './events/idempotency-events';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { MessageHandlerCheck } from './message-handler-check';
 import { OpenApiDocumenter } from './openapi/openapi-documenter';
 import { LeaseStore } from './phased/lease.store';
 import { PhasedRunner } from './phased/phased.runner';
@@ -43,6 +44,7 @@ import {
     { provide: IdempotencyCleanup, useClass: IdempotencyCleanupService },
     CleanupScheduler,
     OpenApiDocumenter,
+    MessageHandlerCheck,
     RecordSealer,
     IdempotencyKeyStore,
     LeaseStore,

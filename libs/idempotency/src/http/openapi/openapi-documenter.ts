@@ -5,6 +5,7 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { MAX_BODY_DEPTH } from '../fingerprint';
 import { IdempotencyProblemType } from '../idempotency.errors';
 import { PROBLEM_CONTENT_TYPE } from '../problem-details';
+import { type ControllerClass, controllerMethods, isRouteHandler } from '../controller-methods';
 import { type RouteOptions, routeOptions } from '../route-options';
 
 type Decorator = (
@@ -216,28 +217,8 @@ const METHOD_METADATA = 'method';
  * documents them): each name once, where the nearest class defines it.
  */
 function routeHandlers(metatype: ControllerClass): [object, string, PropertyDescriptor][] {
-  const handlers: [object, string, PropertyDescriptor][] = [];
-  const seen = new Set<string>();
-  for (
-    let prototype = metatype.prototype as object | null;
-    prototype !== null && prototype !== Object.prototype;
-    prototype = Object.getPrototypeOf(prototype) as object | null
-  ) {
-    for (const name of Object.getOwnPropertyNames(prototype)) {
-      if (name === 'constructor' || seen.has(name)) continue;
-      seen.add(name);
-      const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
-      const handler: unknown = descriptor?.value;
-      // Route handlers only: they carry a path (`@Post()`, `@Get()`…).
-      if (typeof handler !== 'function') continue;
-      if (Reflect.getMetadata('path', handler) === undefined) continue;
-      handlers.push([prototype, name, descriptor as PropertyDescriptor]);
-    }
-  }
-  return handlers;
+  return controllerMethods(metatype).filter(([, , descriptor]) => isRouteHandler(descriptor.value));
 }
-
-type ControllerClass = { prototype: unknown };
 
 // Where the @nestjs/swagger CLI plugin leaves what it read from a controller's source: a static
 // method of the class, called when the document is built.
