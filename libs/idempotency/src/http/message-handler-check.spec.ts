@@ -25,6 +25,17 @@ class PaymentRequests {
   }
 }
 
+/** A route and a message handler at once: its message path would be unprotected. */
+@Controller('dual')
+class Dual {
+  @Post()
+  @EventPattern('payment.captured')
+  @Idempotent()
+  captured(@Body() body: unknown) {
+    return body;
+  }
+}
+
 /** Inherited: the subclass serves the handler, and is named. */
 @Controller()
 class MorePaymentEvents extends PaymentEvents {}
@@ -64,6 +75,7 @@ describe('MessageHandlerCheck', () => {
     ['an @EventPattern handler', PaymentEvents, 'PaymentEvents.captured'],
     ['a @MessagePattern handler', PaymentRequests, 'PaymentRequests.capture'],
     ['an inherited handler', MorePaymentEvents, 'PaymentEvents.captured'],
+    ['a route that also handles messages', Dual, 'Dual.captured'],
   ])('refuses to start with %s, naming it and the inbox', async (_, controller, name) => {
     const started = start(controller);
     await expect(started).rejects.toThrow(

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { controllerMethods, isRouteHandler } from './controller-methods';
+import { controllerMethods } from './controller-methods';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
 
 // Where `@MessagePattern()` and `@EventPattern()` keep their pattern (@nestjs/microservices is an
@@ -10,8 +10,9 @@ const PATTERN_METADATA = 'microservices:pattern';
 /**
  * Refuses to start an app with `@Idempotent()` on a message handler. The interceptor makes HTTP
  * routes and GraphQL mutations safe to retry and lets anything else through untouched, so such a
- * handler would look protected and apply every redelivery again. A class-level `@Idempotent()`
- * on a controller that also handles messages stays allowed: it is meant for its routes.
+ * handler would look protected and apply every redelivery again; so would a method that is a
+ * route and a message handler at once, on its message path. A class-level `@Idempotent()` on a
+ * controller that also handles messages stays allowed: it is meant for its routes.
  */
 @Injectable()
 export class MessageHandlerCheck {
@@ -21,7 +22,6 @@ export class MessageHandlerCheck {
       for (const [prototype, name, descriptor] of controllerMethods(metatype)) {
         const handler = descriptor.value as object;
         if (Reflect.getMetadata(IDEMPOTENT_ROUTE, handler) === undefined) continue;
-        if (isRouteHandler(handler)) continue;
         if (Reflect.getMetadata(PATTERN_METADATA, handler) === undefined) continue;
         const owner = (prototype as { constructor: { name: string } }).constructor.name;
         throw new Error(

@@ -166,7 +166,33 @@ class ScalarsResolver {
   }
 }
 
-@Module({ providers: [ThingsResolver, ScalarsResolver] })
+/** Two mutations in one key space of their own (the decorator's `scope` on the class). */
+@Injectable()
+@Resolver()
+@Idempotent({ scope: 'ledger' })
+class LedgerResolver {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  @Mutation(() => String)
+  credit(@Args('tag') tag: string): Promise<string> {
+    return this.book('credit', tag);
+  }
+
+  @Mutation(() => String)
+  debit(@Args('tag') tag: string): Promise<string> {
+    return this.book('debit', tag);
+  }
+
+  private async book(entry: string, tag: string): Promise<string> {
+    await this.txHost.tx.query(`INSERT INTO library_test_effects (route, tag) VALUES ($1, $2)`, [
+      `ledger-${entry}`,
+      tag,
+    ]);
+    return `${entry} ${tag}`;
+  }
+}
+
+@Module({ providers: [ThingsResolver, ScalarsResolver, LedgerResolver] })
 class ThingsModule {}
 
 const MAKE = `mutation Make($tag: String!, $outcome: String) {
@@ -323,6 +349,28 @@ describe('@Idempotent() on a GraphQL mutation (library, Apollo on Express)', () 
     expect(await effects(tag)).toBe(1);
     expect((await keyRows(key)).map((row) => row.endpoint)).toEqual([
       'GRAPHQL Mutation.makeThing #1',
+    ]);
+  });
+
+  it('keeps two mutations of one decorator scope apart in one document: both run, both replay', async () => {
+    const tag = randomUUID();
+    const key = randomUUID();
+    const ledger = `mutation Ledger($tag: String!) { credit(tag: $tag) debit(tag: $tag) }`;
+    const first = await send(ledger, { tag }, key);
+    const replay = await send(ledger, { tag }, key);
+
+    expect(JSON.parse(first.text)).toEqual({
+      data: { credit: `credit ${tag}`, debit: `debit ${tag}` },
+    });
+    expect(replay.text).toBe(first.text);
+    const booked = await db.query<{ route: string }>(
+      `SELECT route FROM library_test_effects WHERE tag = $1 ORDER BY route`,
+      [tag],
+    );
+    expect(booked.map((row) => row.route)).toEqual(['ledger-credit', 'ledger-debit']);
+    expect((await keyRows(key)).map((row) => row.endpoint).sort()).toEqual([
+      'ledger Mutation.credit #1',
+      'ledger Mutation.debit #1',
     ]);
   });
 

@@ -19,7 +19,9 @@ export function fieldOrdinal(graphql: GraphqlLibrary, info: GraphQLResolveInfo):
     rootFieldsByName.set(info.operation, byName);
   }
   const keys = byName.get(info.fieldName) ?? [];
-  return keys.indexOf(String(info.path.key)) + 1 || keys.length + 1;
+  const index = keys.indexOf(String(info.path.key));
+  // Not found cannot happen for a field GraphQL runs from this operation; after the others if so.
+  return index >= 0 ? index + 1 : keys.length + 1;
 }
 
 function rootFields(

@@ -39,9 +39,10 @@ export function mutationField(context: ExecutionContext): GraphQLResolveInfo | u
 /**
  * One field of a mutation operation under `@Idempotent()`. Its key comes from the HTTP request
  * carrying the operation; its record is its own: the scope is the field's (`GRAPHQL
- * Mutation.createOrder`, or the decorator's `scope`) followed by which of the operation's fields
- * of that name it is (`#1`, `#2`: see `fieldOrdinal`), so two aliased fields in one document are
- * two records, a renamed alias is not a new one, and no REST route shares the key space.
+ * Mutation.createOrder`, or the decorator's `scope` and the field) followed by which of the
+ * operation's fields of that name it is (`#1`, `#2`: see `fieldOrdinal`), so two aliased fields in
+ * one document are two records, a renamed alias is not a new one, and no REST route shares the
+ * key space.
  */
 export class GraphqlMutationFlow implements RequestFlow {
   readonly eventScope: string;
@@ -54,8 +55,13 @@ export class GraphqlMutationFlow implements RequestFlow {
     private readonly info: GraphQLResolveInfo,
     private readonly options: ResolvedIdempotencyOptions,
   ) {
-    this.eventScope = route.scope ?? `GRAPHQL ${info.parentType.name}.${info.fieldName}`;
-    this.scope = `${this.eventScope} #${fieldOrdinal(graphqlLibrary(), info)}`;
+    const field = `${info.parentType.name}.${info.fieldName}`;
+    this.eventScope = route.scope ?? `GRAPHQL ${field}`;
+    // The ordinal counts fields of one name: a decorator's scope, which several mutations may
+    // share, gets the field's name too, or `credit` and `debit` of one document would be one
+    // record (the second replaying the first).
+    const named = route.scope === undefined ? this.eventScope : `${route.scope} ${field}`;
+    this.scope = `${named} #${fieldOrdinal(graphqlLibrary(), info)}`;
   }
 
   async describe(): Promise<IdempotentRequest | undefined> {
