@@ -62,12 +62,17 @@ interface ExistingKeyJson {
   leaseSecondsLeft: number | null;
 }
 
-/** The row of a key as one JSON text; its times come from the database's clock. */
+/**
+ * The row of a key as one JSON text; its times come from the database's clock. `expired` is
+ * judged at the transaction's start, as the cleanup judges it; the time left for the replay
+ * cache is counted from the moment of reading, since a claim may have waited on a twin for
+ * seconds since its transaction began.
+ */
 const EXISTING_KEY = `json_build_object(
     'status', status, 'requestHash', request_hash, 'responseCode', response_code,
     'responseHeaders', response_headers, 'responseBody', encode(response_body, 'hex'),
     'sealedWith', sealed_with, 'expired', expires_at <= now(),
-    'expiresInMs', floor(extract(epoch FROM expires_at - now()) * 1000)::bigint,
+    'expiresInMs', floor(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint,
     'leaseSecondsLeft',
     CASE WHEN locked_until > now() THEN ceil(extract(epoch FROM locked_until - now()))::integer END
   )::text`;

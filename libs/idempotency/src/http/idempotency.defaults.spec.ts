@@ -52,6 +52,18 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ maxKeyLength: true as never })).toThrow('got boolean true');
   });
 
+  it('stops the start on a timer Node.js would cut to 1 ms: a cleanup every 30 days, a lock wait of 25', () => {
+    expect(() => resolveOptions({ cleanup: { intervalSeconds: 30 * 86_400 } })).toThrow(
+      'IdempotencyModule: option cleanup.intervalSeconds must be at most 2147483 (about 24.8 days, the longest timer Node.js keeps), got 2592000',
+    );
+    expect(() => resolveOptions({ lockTimeoutMs: 25 * 86_400_000 })).toThrow(
+      'option lockTimeoutMs must be at most 2147483647',
+    );
+    expect(
+      resolveOptions({ cleanup: { intervalSeconds: 2_147_483 } }).cleanup.intervalSeconds,
+    ).toBe(2_147_483);
+  });
+
   it('guards writes by default, and stops the start on a writeGuard it does not know', () => {
     expect(resolveOptions({}).writeGuard).toBe('throw');
     expect(resolveOptions({ writeGuard: 'warn' }).writeGuard).toBe('warn');

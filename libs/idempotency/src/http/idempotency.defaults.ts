@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import { assertTimerBound } from '../shared/timer-bound';
 import { underlyingRequest } from './http-exchange';
 import type {
   IdempotencyEncryptionOptions,
@@ -125,6 +126,13 @@ export function resolveOptions(options: IdempotencyModuleOptions = {}): Resolved
   assertPositiveInteger('retryAfterSeconds', resolved.retryAfterSeconds);
   assertPositiveInteger('leaseSeconds', resolved.leaseSeconds);
   assertPositiveInteger('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds);
+  assertTimerBound('IdempotencyModule', 'lockTimeoutMs', resolved.lockTimeoutMs, 1);
+  assertTimerBound(
+    'IdempotencyModule',
+    'cleanup.intervalSeconds',
+    resolved.cleanup.intervalSeconds,
+    1000,
+  );
   assertPositiveInteger('cleanup.batchSize', resolved.cleanup.batchSize);
   assertPositiveInteger('replayCache.maxEntries', resolved.replayCache.maxEntries);
   assertPositiveInteger('replayCache.maxAgeSeconds', resolved.replayCache.maxAgeSeconds);

@@ -1,3 +1,4 @@
+import { assertTimerBound } from '../shared/timer-bound';
 import type {
   CleanupOptions,
   InboxOptions,
@@ -57,6 +58,30 @@ export function resolveMessagingOptions(
   positive('outbox.backoffMaxMs', resolved.outbox.backoffMaxMs);
   positive('outbox.retentionSeconds', resolved.outbox.retentionSeconds);
   nonNegative('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds);
+  assertTimerBound(
+    'IdempotencyMessagingModule',
+    'cleanup.intervalSeconds',
+    resolved.cleanup.intervalSeconds,
+    1000,
+  );
+  assertTimerBound(
+    'IdempotencyMessagingModule',
+    'outbox.pollIntervalMs',
+    resolved.outbox.pollIntervalMs,
+    1,
+  );
+  assertTimerBound(
+    'IdempotencyMessagingModule',
+    'inbox.retryDelayMs',
+    resolved.inbox.retryDelayMs,
+    1,
+  );
+  assertTimerBound(
+    'IdempotencyMessagingModule',
+    'inbox.lockTimeoutMs',
+    resolved.inbox.lockTimeoutMs,
+    1,
+  );
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
   positive('cleanup.maxBatches', resolved.cleanup.maxBatches);
   if (resolved.outbox.relay && typeof options.transport?.publish !== 'function') {

@@ -32,6 +32,21 @@ describe('PeriodicTask with drainInBatches', () => {
     await task.stop();
   });
 
+  it('refuses an interval Node would turn into 1 ms (past 2^31 - 1), instead of running without a pause', async () => {
+    let runs = 0;
+    const task = new PeriodicTask(
+      () => Promise.resolve(runs++),
+      () => undefined,
+    );
+    expect(() => task.start(30 * 86_400_000)).toThrow(
+      'interval must be 1 to 2147483647 ms, got 2592000000',
+    );
+    expect(() => task.start(0)).toThrow('interval must be 1 to 2147483647 ms, got 0');
+    await sleep(20);
+    expect(runs).toBe(0);
+    await task.stop();
+  });
+
   it('drains until a short batch, or maxBatches, or an aborted signal', async () => {
     const counts = [10, 10, 3, 10];
     let next = 0;

@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS } from './timer-bound';
+
 /**
  * Work that runs every `intervalMs` in the background of an app (the cleanups). A run still
  * going makes the next tick skip instead of piling up, the timer never keeps the process alive,
@@ -15,6 +17,8 @@ export class PeriodicTask {
   ) {}
 
   start(intervalMs: number): void {
+    if (!(intervalMs > 0 && intervalMs <= MAX_TIMER_MS))
+      throw new RangeError(`interval must be 1 to ${MAX_TIMER_MS} ms, got ${intervalMs}`);
     clearInterval(this.timer);
     if (this.stopping.signal.aborted) this.stopping = new AbortController(); // started again after stop()
     this.timer = setInterval(() => {
