@@ -1,7 +1,6 @@
 import { ServerResponse } from 'node:http';
-import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import type { CallHandler, ClassSerializerContextOptions, ExecutionContext } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
-import type { ClassTransformOptions } from 'class-transformer';
 import { bodyWithDefaults } from './body-defaults';
 import {
   type FingerprintInput,
@@ -159,7 +158,7 @@ export class HttpRequestFlow implements RequestFlow {
  * from the cache that matches `verbatim` asks for neither.
  */
 class DescribedHttpRequest implements IdempotentRequest {
-  readonly serializeOptions?: ClassTransformOptions;
+  readonly serializeOptions?: ClassSerializerContextOptions;
   private fingerprint?: string;
   private keyLabel?: string;
 

@@ -21,6 +21,7 @@ import { IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults';
 import { IdempotencyRejection } from './idempotency.errors';
 import { isOutermostInterceptor } from './outermost-interceptor';
+import { withSerializerDefaults } from './serializer-options';
 import type { StoredResponse } from './idempotency.options';
 import type { IdempotentRequest, Outcome } from './idempotent-request';
 import { PhasedRunner } from './phased/phased.runner';
@@ -72,8 +73,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const type = context.getType<string>();
     if (type === 'graphql') return this.interceptField(context, next);
     if (type !== 'http') return next.handle();
-    const route = routeOptions(this.reflector, context.getClass(), context.getHandler() as never);
-    if (!route) return next.handle();
+    const declared = routeOptions(
+      this.reflector,
+      context.getClass(),
+      context.getHandler() as never,
+    );
+    if (!declared) return next.handle();
     const request = httpRequest(context);
     // Safe methods are idempotent by HTTP semantics: a class-level @Idempotent() leaves them be.
     if (SAFE_METHODS.has(request.method.toUpperCase())) return next.handle();
@@ -82,6 +87,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (RUNNING.has(request)) return next.handle();
     RUNNING.add(request);
     const handler = context.getHandler() as never;
+    const route = withSerializerDefaults(
+      this.appConfig,
+      this.reflector,
+      context.getClass(),
+      handler,
+      declared,
+    );
     const pattern = routePattern(context, request);
     const scope = route.scope ?? `${request.method.toUpperCase()} ${pattern}`;
     const outermost = isOutermostInterceptor(

@@ -1,5 +1,4 @@
-import type { CallHandler, ExecutionContext } from '@nestjs/common';
-import type { ClassTransformOptions } from 'class-transformer';
+import type { CallHandler, ClassSerializerContextOptions, ExecutionContext } from '@nestjs/common';
 import type { StoredResponse } from './idempotency.options';
 import type { KeyId } from './key-id';
 import type { RouteOptions } from './route-options';
@@ -10,7 +9,7 @@ export interface IdempotentRequest {
   next: CallHandler;
   route: RouteOptions;
   /** The route's `@SerializeOptions()`, for class instances the handler returns. */
-  serializeOptions?: ClassTransformOptions;
+  serializeOptions?: ClassSerializerContextOptions;
   id: KeyId;
   /** The fingerprint: computed on first use (a replay from the cache may not need it). */
   readonly requestHash: string;

@@ -35,9 +35,8 @@ export function isOutermostInterceptor(
   ours: Type<NestInterceptor>,
 ): boolean {
   if (config === undefined) return false;
-  return (
-    decided.get(config, controller, handler) ??
-    decided.set(config, controller, handler, decide(config, reflector, controller, handler, ours))
+  return decided.resolve(config, controller, handler, () =>
+    decide(config, reflector, controller, handler, ours),
   );
 }
 
@@ -52,13 +51,26 @@ function decide(
     return false;
   // A request-scoped global runs first, and is no instance yet to compare with ours.
   if (config.getGlobalRequestInterceptors().length > 0) return false;
-  const chain: InterceptorEntry[] = [
+  const chain = interceptorChain(config, reflector, controller, handler);
+  const first = chain.find((entry) => !isExactly(entry, ClsInterceptor));
+  return first !== undefined && isExactly(first, ours);
+}
+
+/**
+ * The interceptors Nest runs on a route, outermost first: the globals (singletons; request-scoped
+ * ones are not instances yet), the class's, the method's (`InterceptorsContextCreator`).
+ */
+export function interceptorChain(
+  config: ApplicationConfig,
+  reflector: Reflector,
+  controller: Type<unknown>,
+  handler: Handler,
+): InterceptorEntry[] {
+  return [
     ...config.getGlobalInterceptors(),
     ...(reflector.get<InterceptorEntry[] | undefined>(INTERCEPTORS_METADATA, controller) ?? []),
     ...(reflector.get<InterceptorEntry[] | undefined>(INTERCEPTORS_METADATA, handler) ?? []),
   ];
-  const first = chain.find((entry) => !isExactly(entry, ClsInterceptor));
-  return first !== undefined && isExactly(first, ours);
 }
 
 /**

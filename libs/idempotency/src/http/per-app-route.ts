@@ -11,6 +11,12 @@ export class PerAppRoute<T> {
     return this.byApp.get(app)?.get(controller)?.get(handler);
   }
 
+  /** The route's value, computed by `compute` the first time it is asked for. */
+  resolve(app: object, controller: object, handler: object, compute: () => T): T {
+    const known = this.get(app, controller, handler);
+    return known !== undefined ? known : this.set(app, controller, handler, compute());
+  }
+
   /** Keeps `value` for the route, and returns it. */
   set(app: object, controller: object, handler: object, value: T): T {
     let byController = this.byApp.get(app);

@@ -1,5 +1,5 @@
 import type { Reflector } from '@nestjs/core';
-import type { ClassTransformOptions } from 'class-transformer';
+import type { ClassSerializerContextOptions } from '@nestjs/common';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
 import type { IdempotentOptions } from './idempotency.options';
 
@@ -13,7 +13,7 @@ const CLASS_SERIALIZER_OPTIONS = 'class_serializer:options';
 export interface RouteOptions extends IdempotentOptions {
   required: boolean;
   phased: boolean;
-  serializeOptions?: ClassTransformOptions;
+  serializeOptions?: ClassSerializerContextOptions;
 }
 
 type Handler = (...args: never[]) => unknown;
@@ -40,10 +40,9 @@ export function routeOptions(
       reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_ROUTE, handler),
     );
     if (options) {
-      options.serializeOptions = reflector.getAllAndOverride<ClassTransformOptions | undefined>(
-        CLASS_SERIALIZER_OPTIONS,
-        [handler, controller as never],
-      );
+      options.serializeOptions = reflector.getAllAndOverride<
+        ClassSerializerContextOptions | undefined
+      >(CLASS_SERIALIZER_OPTIONS, [handler, controller as never]);
     }
     byHandler.set(handler, options);
   }

@@ -29,10 +29,7 @@ export function routeVariant(
   handler: Handler,
 ): string {
   const app = config ?? NO_CONFIG;
-  return (
-    decided.get(app, controller, handler) ??
-    decided.set(app, controller, handler, describe(config, controller, handler))
-  );
+  return decided.resolve(app, controller, handler, () => describe(config, controller, handler));
 }
 
 function describe(

@@ -1,5 +1,9 @@
-import { StreamableFile, type HttpException } from '@nestjs/common';
-import { type ClassTransformOptions, instanceToPlain } from 'class-transformer';
+import {
+  type ClassSerializerContextOptions,
+  StreamableFile,
+  type HttpException,
+} from '@nestjs/common';
+import { instanceToPlain, plainToInstance } from 'class-transformer';
 import { isObservable } from 'rxjs';
 import type { HttpResponseLike } from './http-exchange';
 import type { RenderedException, StoredResponse } from './idempotency.options';
@@ -17,14 +21,15 @@ const ROUND_TRIP_SAFE = new WeakSet<Buffer>();
 
 /**
  * Serialises the handler's result once, the way it will go on the wire. Class instances go
- * through class-transformer with the route's `@SerializeOptions()` first, as
- * ClassSerializerInterceptor would do: `@Exclude()`d fields are never stored nor sent.
+ * through class-transformer with the route's `@SerializeOptions()` (over its
+ * ClassSerializerInterceptor's defaults) first, as that interceptor would do: `@Exclude()`d
+ * fields are never stored nor sent.
  */
 export function captureResponse(
   value: unknown,
   response: HttpResponseLike,
   storedHeaders: readonly string[],
-  serializeOptions: ClassTransformOptions = {},
+  serializeOptions: ClassSerializerContextOptions = {},
 ): StoredResponse {
   const headers = pickHeaders(response, storedHeaders);
   let body = '';
@@ -38,9 +43,7 @@ export function captureResponse(
       );
     }
     body = JSON.stringify(
-      needsClassTransformer(value, serializeOptions)
-        ? instanceToPlain(value, serializeOptions)
-        : value,
+      needsClassTransformer(value, serializeOptions) ? toPlain(value, serializeOptions) : value,
     );
     headers['content-type'] ??= JSON_CONTENT_TYPE;
     const bytes = Buffer.from(body, 'utf8');
@@ -52,13 +55,23 @@ export function captureResponse(
   return { statusCode: response.statusCode, headers, body: Buffer.from(body, 'utf8') };
 }
 
+/** As ClassSerializerInterceptor: data that is not of `@SerializeOptions({ type })` becomes it first. */
+function toPlain(value: object, options: ClassSerializerContextOptions): unknown {
+  const { type } = options;
+  if (type === undefined || value instanceof type) return instanceToPlain(value, options);
+  return instanceToPlain(plainToInstance(type, value, options) as object, options);
+}
+
 /**
  * Whether `value` must go through class-transformer before it is serialised. Plain data
  * (primitives, arrays, plain objects and dates, nothing else) without `@SerializeOptions()` comes
  * out of `instanceToPlain` as a copy with the same JSON: skipping the copy saves its time and
  * garbage on the common path. Anything else (a class instance, a Map, a function) takes it.
  */
-function needsClassTransformer(value: unknown, serializeOptions: ClassTransformOptions): boolean {
+function needsClassTransformer(
+  value: unknown,
+  serializeOptions: ClassSerializerContextOptions,
+): boolean {
   if (typeof value !== 'object' || value === null) return false;
   return Object.keys(serializeOptions).length > 0 || !isPlainData(value, 0);
 }

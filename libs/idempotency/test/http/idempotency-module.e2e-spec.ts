@@ -510,6 +510,51 @@ describe('IdempotencyModule under global interceptors (ClassSerializerIntercepto
   });
 });
 
+describe("IdempotencyModule under a ClassSerializerInterceptor built with options of the app's", () => {
+  let app: INestApplication;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    ({ app, dataSource } = await createLibraryApp(IdempotencyModule.forRoot({}), (nest) =>
+      nest.useGlobalInterceptors(
+        new ClassSerializerInterceptor(nest.get(Reflector), { excludePrefixes: ['email'] }),
+      ),
+    ));
+  });
+  afterAll(() => app.close());
+
+  const storedBody = async (k: string) => {
+    const [row] = await dataSource.query<{ response_body: Buffer }[]>(
+      'SELECT response_body FROM idempotency_keys WHERE idem_key = $1',
+      [k],
+    );
+    return row.response_body.toString('utf8');
+  };
+
+  it.each([
+    ['its defaults', '/account', { id: expect.any(Number) as unknown }],
+    [
+      'its defaults under the route’s @SerializeOptions({ type })',
+      '/account-plain',
+      { id: expect.any(Number) as unknown },
+    ],
+  ])(
+    'serialises with %s what it stores and sends, first time and on replay',
+    async (_, path, expected) => {
+      const k = key();
+      const t = tag();
+      const post = () =>
+        request(app.getHttpServer()).post(path).set('idempotency-key', k).send({ tag: t });
+      const first = await post().expect(201);
+      const replay = await post().expect(201);
+
+      expect(first.body).toEqual(expected);
+      expect(replay.text).toBe(first.text);
+      expect(await storedBody(k)).toBe(first.text);
+      expect(await effects(dataSource, t)).toEqual([path.slice(1)]);
+    },
+  );
+});
+
 /** Reads a response as text, without JSON.parse: the test counts the server's parses. */
 function asText(response: request.Response, callback: (error: Error | null, body: string) => void) {
   // At run time superagent hands a parser the raw response stream.

@@ -233,6 +233,15 @@ export class LibraryTestController {
     return new Account(id, `${body.tag}@example.com`, 'SECRET-HASH');
   }
 
+  /** A plain object under `@SerializeOptions({ type })`: serialised as an `Account`, secret left out. */
+  @Post('account-plain')
+  @SerializeOptions({ type: Account })
+  @Idempotent()
+  async accountPlain(@Body() body: ThingDto) {
+    const id = await this.effects.record('account-plain', body.tag);
+    return { id, email: `${body.tag}@example.com`, passwordHash: 'SECRET-HASH' };
+  }
+
   /**
    * JSON text the handler serialised itself (from the database's `row_to_json`, say): a number
    * JavaScript cannot hold, a trailing zero, or no JSON at all (`?invalid`). Sent as is.
