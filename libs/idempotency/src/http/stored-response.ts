@@ -9,8 +9,6 @@ import type { HttpResponseLike } from './http-exchange';
 import type { RenderedException, StoredResponse } from './idempotency.options';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-// What Express picks for a string body without a Content-Type; kept so a replay matches it.
-const STRING_CONTENT_TYPE = 'text/html; charset=utf-8';
 
 /**
  * Bodies known to come back to the same bytes through JSON.parse and JSON.stringify: written by
@@ -34,8 +32,10 @@ export function captureResponse(
   const headers = pickHeaders(response, storedHeaders);
   let body = '';
   if (typeof value === 'string') {
+    // No Content-Type of its own: the router picks one for the text on every answer alike
+    // (Express `text/html`, Fastify `text/plain`), or for what an interceptor around the route
+    // makes of it (a `{ data }` wrapper's object is JSON).
     body = value;
-    headers['content-type'] ??= STRING_CONTENT_TYPE;
   } else if (value !== undefined && value !== null) {
     if (Buffer.isBuffer(value) || value instanceof StreamableFile || isObservable(value)) {
       throw new TypeError(
