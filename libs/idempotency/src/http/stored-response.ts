@@ -133,9 +133,11 @@ export function wireBody(stored: StoredResponse): unknown {
     return text;
   }
   if (ROUND_TRIP_SAFE.has(stored.body)) return value;
-  // A string value would be sent as bare text by the router: only objects, arrays and the
-  // other literals come back to the same bytes through it.
-  if (typeof value === 'string' || JSON.stringify(value) !== text) return text;
+  if (JSON.stringify(value) !== text) return text;
+  // A JSON string (a `Date`, or anything whose toJSON gives one) goes on boxed: the router
+  // would send a bare string as text, and an interceptor around the route (a `{ data }` wrapper)
+  // would wrap its quotes; an object holding it is serialised back to the same JSON string.
+  if (typeof value === 'string') return Object(value) as unknown;
   ROUND_TRIP_SAFE.add(stored.body);
   return value;
 }
