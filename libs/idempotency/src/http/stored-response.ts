@@ -9,6 +9,7 @@ import type { HttpResponseLike } from './http-exchange';
 import type { RenderedException, StoredResponse } from './idempotency.options';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const EMPTY_TEXT_CONTENT_TYPE = 'text/html; charset=utf-8';
 
 /**
  * Bodies known to come back to the same bytes through JSON.parse and JSON.stringify: written by
@@ -36,6 +37,10 @@ export function captureResponse(
     // (Express `text/html`, Fastify `text/plain`), or for what an interceptor around the route
     // makes of it (a `{ data }` wrapper's object is JSON).
     body = value;
+    // An empty text without a type would read as no body at all (a handler that returned
+    // nothing): on Express, which types text itself, it is stored with Express's type. (A
+    // Fastify reply, known by its `raw`, types it `text/plain`; there it goes untyped.)
+    if (value === '' && !('raw' in response)) headers['content-type'] ??= EMPTY_TEXT_CONTENT_TYPE;
   } else if (value !== undefined && value !== null) {
     if (Buffer.isBuffer(value) || value instanceof StreamableFile || isObservable(value)) {
       throw new TypeError(
@@ -134,12 +139,17 @@ export function wireBody(stored: StoredResponse): unknown {
   }
   if (ROUND_TRIP_SAFE.has(stored.body)) return value;
   if (JSON.stringify(value) !== text) return text;
-  // A JSON string (a `Date`, or anything whose toJSON gives one) goes on boxed: the router
-  // would send a bare string as text, and an interceptor around the route (a `{ data }` wrapper)
-  // would wrap its quotes; an object holding it is serialised back to the same JSON string.
-  if (typeof value === 'string') return Object(value) as unknown;
+  // A JSON string would be sent by the router as bare text, so its JSON text goes on; but a
+  // `Date`'s goes on as that `Date`, which the router, a `{ data }` wrapper and
+  // ClassSerializerInterceptor all write back as the same JSON string.
+  if (typeof value === 'string') return isDateJson(value) ? new Date(value) : text;
   ROUND_TRIP_SAFE.add(stored.body);
   return value;
+}
+
+function isDateJson(value: string): boolean {
+  const date = new Date(value);
+  return !Number.isNaN(date.getTime()) && date.toJSON() === value;
 }
 
 /**
