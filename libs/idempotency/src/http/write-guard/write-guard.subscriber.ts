@@ -63,7 +63,7 @@ export class WriteGuardSubscriber
    */
   private readonly reportedByEntity = new WeakMap<QueryRunner, Set<string>>();
   /** Entity names by table (`tablePath`, then bare `tableName`), for raw statements' reports. */
-  private entitiesByTable = new Map<string, string>();
+  private readonly entitiesByTable = new Map<string, string>();
   /** TypeORM's query cache writes its table on whichever runner read: a read, not the app's write. */
   private cacheTable?: string;
 
