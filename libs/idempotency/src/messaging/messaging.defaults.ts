@@ -58,36 +58,21 @@ export function resolveMessagingOptions(
   positive('outbox.backoffMaxMs', resolved.outbox.backoffMaxMs);
   positive('outbox.retentionSeconds', resolved.outbox.retentionSeconds);
   nonNegative('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds);
-  assertTimerBound(
-    'IdempotencyMessagingModule',
-    'cleanup.intervalSeconds',
-    resolved.cleanup.intervalSeconds,
-    1000,
-  );
-  assertTimerBound(
-    'IdempotencyMessagingModule',
-    'outbox.pollIntervalMs',
-    resolved.outbox.pollIntervalMs,
-    1,
-  );
-  assertTimerBound(
-    'IdempotencyMessagingModule',
-    'inbox.retryDelayMs',
-    resolved.inbox.retryDelayMs,
-    1,
-  );
-  assertTimerBound(
-    'IdempotencyMessagingModule',
-    'inbox.lockTimeoutMs',
-    resolved.inbox.lockTimeoutMs,
-    1,
-  );
+  timerBound('cleanup.intervalSeconds', resolved.cleanup.intervalSeconds, 1000);
+  timerBound('outbox.pollIntervalMs', resolved.outbox.pollIntervalMs, 1);
+  timerBound('inbox.retryDelayMs', resolved.inbox.retryDelayMs, 1);
+  timerBound('inbox.lockTimeoutMs', resolved.inbox.lockTimeoutMs, 1);
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
   positive('cleanup.maxBatches', resolved.cleanup.maxBatches);
   if (resolved.outbox.relay && typeof options.transport?.publish !== 'function') {
     throw new Error('IdempotencyMessagingModule: outbox.relay needs a transport that can publish');
   }
   return resolved;
+}
+
+/** `assertTimerBound` for this module's options, `unitMs` milliseconds to the unit. */
+function timerBound(name: string, value: number, unitMs: number): void {
+  assertTimerBound('IdempotencyMessagingModule', name, value, unitMs);
 }
 
 function positive(name: string, value: number): void {
