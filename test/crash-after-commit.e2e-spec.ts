@@ -1,6 +1,8 @@
 import { AppProcess } from './support/app-process';
 import { TestDatabase } from './support/database';
 import { ACME, postRaw, uniqueCustomer, uniqueKey } from './support/http';
+import { newOrder, pay } from './support/payments';
+import { providerCharges } from './support/provider';
 import { databaseUrl } from './support/test-app';
 
 describe.each([['express'], ['fastify']])(
@@ -54,3 +56,37 @@ describe.each([['express'], ['fastify']])(
     });
   },
 );
+
+describe('crash after commit on the phased POST /v1/payments (a real process, killed by the fault)', () => {
+  let app: AppProcess;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = new TestDatabase();
+    app = await AppProcess.start({ DATABASE_URL: databaseUrl() });
+  });
+  afterAll(async () => {
+    await app.stop();
+    await db.close();
+  });
+
+  it('dies once the last phase committed; the retry after a restart replays it, one charge', async () => {
+    const orderId = await newOrder(app.url);
+    const key = uniqueKey();
+
+    await expect(pay(app.url, key, orderId, 1500, 'crash-after-commit')).rejects.toThrow();
+    expect(await app.waitForExit()).toBeNull(); // killed by SIGKILL, no exit code
+
+    const [payment] = await db.payments(orderId);
+    expect(payment).toMatchObject({ status: 'captured' });
+    const [keyRow] = await db.keys('acme', key);
+    expect(keyRow).toMatchObject({ status: 'completed', response_code: 201 });
+
+    await app.start();
+    const retry = await pay(app.url, key, orderId, 1500, 'crash-after-commit');
+    expect(retry.status).toBe(201);
+    expect(retry.text).toBe(keyRow.response_body?.toString('utf8'));
+    expect(await db.payments(orderId)).toHaveLength(1);
+    expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
+  });
+});

@@ -32,7 +32,7 @@ async function bootstrap(): Promise<void> {
       port: positiveInteger(env, 'PROVIDER_PORT', 3001),
     });
     providerUrl = stub.url;
-    if (stub.app) shutdown.onStopApp('the provider stub', stub.app);
+    shutdown.onStopApp('the provider stub', stub.app);
   }
   const config = configFromEnv(env, databaseUrl, providerUrl);
   const adapter = createHttpAdapter(httpAdapterKind(env.HTTP_ADAPTER));

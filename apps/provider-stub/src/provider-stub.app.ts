@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { type INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
@@ -19,27 +21,42 @@ export async function createProviderStub(config: ProviderStubConfig): Promise<IN
 }
 
 /**
- * Starts the stub on `port`. When the port is taken by a stub already (another payments API
- * process of the same demo started it), that one is used: one provider, shared, and no `app`
- * of ours to close.
+ * Starts the stub on `port`. When another demo process's stub holds the port already, this one
+ * listens on a free port of its own instead: sharing that stub would send this process's charges
+ * to that process's database, and leave it unable to take payments once that process is gone.
+ * The stubs of one database share the schema `provider_stub`, so they act as one card processor.
  */
 export async function startProviderStub(
   config: ProviderStubConfig & { port: number },
-): Promise<{ url: string; app?: INestApplication }> {
+): Promise<{ url: string; app: INestApplication }> {
   const logger = new Logger('ProviderStub');
-  const url = `http://127.0.0.1:${config.port}`;
   const app = await createProviderStub(config);
   try {
     await app.listen(config.port, '127.0.0.1');
   } catch (error) {
     await app.close();
-    if ((error as { code?: string }).code !== 'EADDRINUSE' || !(await isProviderStub(url)))
+    if (
+      (error as { code?: string }).code !== 'EADDRINUSE' ||
+      !(await isProviderStub(`http://127.0.0.1:${config.port}`))
+    )
       throw error;
-    logger.log(`port ${config.port} already serves a provider stub: using it`);
-    return { url };
+    const own = await createProviderStub(config);
+    await own.listen(0, '127.0.0.1');
+    const url = listeningUrl(own);
+    // Said as a warning: until the API starts, the stub's levels (error, warn) are the process's.
+    logger.warn(
+      `port ${config.port} serves another demo process's provider stub: this one is on ${url}`,
+    );
+    return { url, app: own };
   }
+  const url = listeningUrl(app);
   logger.log(`provider stub listening on ${url}`);
   return { url, app };
+}
+
+function listeningUrl(app: INestApplication): string {
+  const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
+  return `http://127.0.0.1:${port}`;
 }
 
 async function isProviderStub(url: string): Promise<boolean> {

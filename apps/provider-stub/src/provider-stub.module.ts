@@ -13,7 +13,7 @@ import { ChargesController } from './charges/charges.controller';
 import { ChargesService } from './charges/charges.service';
 import { UnkeyedChargesController } from './charges/unkeyed-charges.controller';
 import { ProviderHealthController } from './provider-health.controller';
-import { PROVIDER_STUB_CONNECTION, PROVIDER_STUB_SCHEMA } from './provider-stub.connection';
+import { PROVIDER_STUB_CONNECTION, providerStubConnection } from './provider-stub.connection';
 import { SlowAnswerInterceptor } from './slow-answer.interceptor';
 
 export interface ProviderStubConfig {
@@ -32,11 +32,10 @@ export class ProviderStubModule {
         TypeOrmModule.forRoot({
           name: PROVIDER_STUB_CONNECTION,
           type: 'postgres',
-          url: config.databaseUrl,
+          // Unqualified names (ours and the library's) resolve to the stub's own schema.
+          ...providerStubConnection(config.databaseUrl),
           entities: [Charge, IdempotencyKeyEntity],
           migrations: providerStubMigrations,
-          // Unqualified names (ours and the library's) resolve to the stub's own schema.
-          extra: { options: `-c search_path=${PROVIDER_STUB_SCHEMA}` },
         }),
         ClsModule.forRoot({
           global: true,

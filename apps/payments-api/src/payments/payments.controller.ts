@@ -23,7 +23,7 @@ export class PaymentsController {
   /** Phased: it calls the card processor, which no database transaction can span. */
   @Post()
   @HttpCode(201)
-  @WithDemoFaults('delay')
+  @WithDemoFaults('delay', 'crash-after-commit')
   @Idempotent({ phased: true })
   @ApiCreatedResponse({
     description: 'The captured payment; replays of its key answer these very bytes.',
