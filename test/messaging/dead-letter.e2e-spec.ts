@@ -39,6 +39,28 @@ describeWithBroker(
       expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
     });
 
+    it.each([
+      ['bytes that are not UTF-8 text', Buffer.from([0x61, 0xff]), 'not UTF-8 text'],
+      ['an integer beyond 2^53', { '!': 'double', value: 2 ** 60 }, 'beyond 2^53'],
+    ])(
+      'dead-letters a message whose x-message-id is %s, read inexactly it could merge two ids',
+      async (_, header, detail) => {
+        const orderId = await createOrder(app.url);
+        await broker.send(
+          queue,
+          { orderId, amountCents: 800 },
+          { headers: { 'x-message-id': header } },
+        );
+
+        const parked = await broker.take(deadLetters, forOrder(orderId));
+        expect(parked.headers).toMatchObject({
+          'x-inbox-reason': 'missing-message-id',
+          'x-inbox-detail': expect.stringContaining(detail),
+        });
+        expect(await paidCents(orderId)).toBe(0);
+      },
+    );
+
     it('dead-letters an unprocessable payload at once, without retrying it', async () => {
       const orderId = await createOrder(app.url);
       const messageId = `pay-${randomUUID()}`;

@@ -29,6 +29,12 @@ export interface DeadLetterReason {
 export interface InboxDelivery {
   /** The producer-assigned id as received, or undefined when the message carries none. */
   readonly messageId: string | undefined;
+  /**
+   * Why the id the message carries cannot be read exactly, where it cannot: two different ids
+   * would read as one, and the second message would be skipped as a duplicate. Such a message
+   * is dead-lettered (`missing-message-id`), never applied.
+   */
+  readonly unreadableMessageId?: string;
   readonly headers: Readonly<Record<string, unknown>>;
   /** Done: applied now or before. Called only after the commit. */
   ack(): void | Promise<void>;

@@ -23,3 +23,38 @@ describe('RabbitMqDelivery.messageId', () => {
     expect(idOf(delivered(''))).toBeUndefined();
   });
 });
+
+describe('RabbitMqDelivery, an x-message-id header it cannot read exactly', () => {
+  const read = (header: unknown) => {
+    const delivery = new RabbitMqDelivery(
+      {} as Channel,
+      delivered(undefined, { [MESSAGE_ID_HEADER]: header }),
+      () => Promise.resolve(),
+    );
+    return { id: delivery.messageId, unreadable: delivery.unreadableMessageId };
+  };
+
+  it('reads bytes that are UTF-8 text as that text', () => {
+    expect(read(Buffer.from('pay-1', 'utf8'))).toEqual({ id: 'pay-1', unreadable: undefined });
+  });
+
+  it('refuses bytes that are not UTF-8 text: 61 ff and 61 fe would both read as "a\\uFFFD"', () => {
+    for (const bytes of [
+      [0x61, 0xff],
+      [0x61, 0xfe],
+    ]) {
+      expect(read(Buffer.from(bytes))).toEqual({
+        id: undefined,
+        unreadable: expect.stringContaining('not UTF-8 text'),
+      });
+    }
+  });
+
+  it('reads a safe integer, and refuses one beyond 2^53, which arrives rounded', () => {
+    expect(read(9007199254740991)).toEqual({ id: '9007199254740991', unreadable: undefined });
+    expect(read(2 ** 60)).toEqual({
+      id: undefined,
+      unreadable: expect.stringContaining('beyond 2^53'),
+    });
+  });
+});

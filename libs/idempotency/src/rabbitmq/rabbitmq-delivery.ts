@@ -5,6 +5,7 @@ import type { DeadLetterReason, InboxDelivery } from '../messaging/messaging-tra
 /** A RabbitMQ delivery on the consumer's own channel: acks and nacks must go back on it. */
 export class RabbitMqDelivery implements InboxDelivery {
   readonly messageId: string | undefined;
+  readonly unreadableMessageId: string | undefined;
   readonly headers: Readonly<Record<string, unknown>>;
 
   constructor(
@@ -16,7 +17,9 @@ export class RabbitMqDelivery implements InboxDelivery {
     ) => Promise<void>,
   ) {
     this.headers = message.properties.headers ?? {};
-    this.messageId = producerMessageId(message);
+    const id = producerMessageId(message);
+    this.messageId = id?.text;
+    this.unreadableMessageId = id?.unreadable;
   }
 
   ack(): void {
@@ -34,19 +37,39 @@ export class RabbitMqDelivery implements InboxDelivery {
   }
 }
 
+/** Reads a header's text exactly; anything else would let two ids read as one. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * The `message-id` property, else the `x-message-id` header. Never the delivery tag: it
- * numbers deliveries on one channel and changes with every redelivery.
+ * numbers deliveries on one channel and changes with every redelivery. A header value that
+ * cannot be read exactly is refused (`unreadable`): bytes that are not UTF-8 text, and an
+ * integer beyond 2^53, which amqplib hands over rounded (a 64-bit id from a Java producer).
  */
-function producerMessageId(message: ConsumeMessage): string | undefined {
+function producerMessageId(
+  message: ConsumeMessage,
+): { text: string; unreadable?: undefined } | { text?: undefined; unreadable: string } | undefined {
   const fromProperty = message.properties.messageId as unknown;
   // An empty property is no id: a producer that sets the header may leave it so.
   const raw: unknown =
     fromProperty === undefined || fromProperty === ''
       ? message.properties.headers?.[MESSAGE_ID_HEADER]
       : fromProperty;
-  if (typeof raw === 'string') return raw;
-  if (Buffer.isBuffer(raw)) return raw.toString('utf8');
-  if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);
+  if (typeof raw === 'string') return { text: raw };
+  if (Buffer.isBuffer(raw)) {
+    try {
+      return { text: UTF8.decode(raw) };
+    } catch {
+      return { unreadable: `its ${MESSAGE_ID_HEADER} header's bytes are not UTF-8 text` };
+    }
+  }
+  if (typeof raw === 'number' && Number.isFinite(raw)) {
+    if (Number.isInteger(raw) && !Number.isSafeInteger(raw)) {
+      return {
+        unreadable: `its ${MESSAGE_ID_HEADER} header is an integer beyond 2^53, which arrives rounded`,
+      };
+    }
+    return { text: String(raw) };
+  }
   return undefined;
 }

@@ -61,6 +61,8 @@ export class InboxInterceptor implements NestInterceptor {
     }
     let status: 'applied' | 'duplicate';
     try {
+      if (delivery.unreadableMessageId !== undefined)
+        throw new MissingMessageIdError(delivery.unreadableMessageId);
       // next.handle() binds the async context now: the handler joins the inbox transaction.
       const outcome = await this.inbox.process(consumer, delivery.messageId, () =>
         lastValueFrom(next.handle(), { defaultValue: undefined }),
