@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { controllerMethods } from './controller-methods';
+import { controllerMethods } from '../shared/controller-methods';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
 
 // Where `@MessagePattern()` and `@EventPattern()` keep their pattern (@nestjs/microservices is an

@@ -1,4 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { InboxHandlerCheck } from './inbox/inbox-handler-check';
 import { InboxInterceptor } from './inbox/inbox.interceptor';
 import { Inbox, InboxService } from './inbox/inbox.service';
 import { InboxStore } from './inbox/inbox.store';
@@ -24,6 +26,7 @@ import { TransportLifecycle } from './transport-lifecycle';
  * and the TypeORM adapter. It loads no broker client itself: that is the transport's business.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: MESSAGING_OPTIONS,
@@ -39,6 +42,7 @@ import { TransportLifecycle } from './transport-lifecycle';
     { provide: OutboxRelay, useClass: OutboxRelayService },
     { provide: MessagingCleanup, useClass: MessagingCleanupService },
     TransportLifecycle,
+    InboxHandlerCheck,
   ],
   // InboxStore for InboxInterceptor, which Nest builds in the module of each @InboxHandler().
   exports: [

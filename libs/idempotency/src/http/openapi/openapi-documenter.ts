@@ -5,7 +5,11 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.defaults';
 import { MAX_BODY_DEPTH } from '../fingerprint';
 import { IdempotencyProblemType } from '../idempotency.errors';
 import { PROBLEM_CONTENT_TYPE } from '../problem-details';
-import { type ControllerClass, controllerMethods, isRouteHandler } from '../controller-methods';
+import {
+  type ControllerClass,
+  controllerMethods,
+  isRouteHandler,
+} from '../../shared/controller-methods';
 import { type RouteOptions, routeOptions } from '../route-options';
 
 type Decorator = (

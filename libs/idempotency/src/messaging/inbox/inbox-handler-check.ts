@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { controllerMethods } from '../../shared/controller-methods';
+import { INBOX_HANDLER } from '../messaging.constants';
+import type { InboxHandlerMetadata } from './inbox-handler.options';
+
+// Where `@EventPattern()` and `@MessagePattern()` keep their patterns and transport
+// (@nestjs/microservices is an optional peer: not imported for two names).
+const PATTERN_METADATA = 'microservices:pattern';
+const TRANSPORT_METADATA = 'microservices:transport';
+
+interface InboxHandlerSite {
+  name: string;
+  consumer: string;
+  transport: unknown;
+}
+
+/**
+ * Refuses to start an app with two `@InboxHandler()` methods on one message pattern. Nest runs
+ * every event handler of a pattern for each message (and only the last message handler), and
+ * each inbox handler settles the delivery: the second ack or retry of one delivery tag makes the
+ * broker close the channel, and a retry asked for by one consumer is lost when the other acks.
+ * Handlers on two transports do not meet.
+ */
+@Injectable()
+export class InboxHandlerCheck {
+  constructor(discovery: DiscoveryService) {
+    const byPattern = new Map<string, InboxHandlerSite>();
+    for (const { metatype } of discovery.getControllers()) {
+      if (typeof metatype !== 'function') continue;
+      for (const [prototype, name, descriptor] of controllerMethods(metatype)) {
+        const handler = descriptor.value as object;
+        const inbox = Reflect.getMetadata(INBOX_HANDLER, handler) as
+          InboxHandlerMetadata | undefined;
+        const patterns = Reflect.getMetadata(PATTERN_METADATA, handler) as unknown[] | undefined;
+        if (!inbox || !patterns) continue;
+        const site: InboxHandlerSite = {
+          name: `${(prototype as { constructor: { name: string } }).constructor.name}.${name}`,
+          consumer: inbox.consumer,
+          transport: Reflect.getMetadata(TRANSPORT_METADATA, handler) as unknown,
+        };
+        for (const pattern of patterns) {
+          const key = patternKey(pattern);
+          const other = byPattern.get(key);
+          // An inherited handler is the same method met twice, through each controller.
+          if (other && other.name !== site.name && meet(other, site)) refuse(other, site, key);
+          byPattern.set(key, site);
+        }
+      }
+    }
+  }
+}
+
+function meet(one: InboxHandlerSite, other: InboxHandlerSite): boolean {
+  return (
+    one.transport === undefined ||
+    other.transport === undefined ||
+    one.transport === other.transport
+  );
+}
+
+function refuse(one: InboxHandlerSite, other: InboxHandlerSite, pattern: string): never {
+  throw new Error(
+    `@InboxHandler() on ${one.name} ('${one.consumer}') and on ${other.name} ('${other.consumer}') ` +
+      `handle one message pattern, ${pattern}: Nest runs both for each message and each would ` +
+      'settle the same delivery (the broker closes the channel on the second ack). Give each ' +
+      'consumer a pattern of its own, or apply both effects in one handler.',
+  );
+}
+
+/** The pattern as Nest routes it: objects by their keys in order, whatever order they were written in. */
+function patternKey(pattern: unknown): string {
+  return JSON.stringify(sortedKeys(pattern));
+}
+
+function sortedKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
+}
