@@ -61,6 +61,26 @@ describeWithBroker(
       },
     );
 
+    it('dead-letters a message whose headers amqplib cannot encode again, keeping them as doubles', async () => {
+      const orderId = await createOrder(app.url);
+      // A double, as a Java or Python producer sends it: amqplib decodes it to a number that it
+      // would encode as an out-of-range 64-bit integer.
+      await broker.send(
+        queue,
+        { orderId, amountCents: 700 },
+        { headers: { balance: { '!': 'double', value: -1e19 } } },
+      );
+
+      const parked = await broker.take(deadLetters, forOrder(orderId));
+      expect(parked.headers).toMatchObject({
+        balance: -1e19,
+        'x-inbox-reason': 'missing-message-id',
+      });
+      expect(parked.headers).not.toHaveProperty('x-inbox-dropped-headers');
+      expect(await paidCents(orderId)).toBe(0);
+      expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
+    });
+
     it('dead-letters an unprocessable payload at once, without retrying it', async () => {
       const orderId = await createOrder(app.url);
       const messageId = `pay-${randomUUID()}`;

@@ -140,3 +140,80 @@ describeWithBroker('the outbox relay under mandatory publishes, with an unroutab
     );
   });
 });
+
+/**
+ * Headers amqplib cannot encode: it registers a publish's confirm before it encodes it, so one
+ * such publish on the channel used to shift every later confirm onto the publish before it (an
+ * event never sent marked sent, the real ones timed out). `Outbox.publish` refuses them, and a
+ * row written before it did never reaches the channel.
+ */
+describeWithBroker('the outbox with headers AMQP cannot encode', () => {
+  const relayed = relayedSuite('unencodable', { publishTimeoutMs: 2_000 });
+  const UNENCODABLE: Array<[string, Record<string, string | number | boolean>]> = [
+    ['a number below -2^63', { balance: -1e19 }],
+    ['more than 64 KiB of headers', { trace: 'x'.repeat(70_000) }],
+  ];
+
+  it.each(UNENCODABLE)('Outbox.publish refuses %s and writes nothing', async (_, headers) => {
+    const { app, routingKey } = relayed;
+    const outbox = app.get(Outbox);
+    await expect(
+      app
+        .get(TransactionHost)
+        .withTransaction(Propagation.RequiresNew, () =>
+          outbox.publish({ exchange: 'amq.topic', routingKey, payload: { n: 'refused' }, headers }),
+        ),
+    ).rejects.toThrow('Outbox.publish: the headers cannot be sent: AMQP cannot encode them');
+    const rows = await app
+      .get(DataSource)
+      .query(`SELECT 1 FROM outbox_messages WHERE routing_key = $1`, [routingKey]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('keeps a row written with such headers pending, and confirms every other event as itself', async () => {
+    const { app, seen, routingKey, refusedIds } = relayed;
+    const outbox = app.get(Outbox);
+    const dataSource = app.get(DataSource);
+    // Written as a build without the check wrote it: between good events of one batch.
+    const ids = await app
+      .get(TransactionHost)
+      .withTransaction(Propagation.RequiresNew, async () => {
+        const good = [
+          (await outbox.publish({ exchange: 'amq.topic', routingKey, payload: { n: 1 } }))
+            .messageId,
+        ];
+        for (const [n, [, headers]] of UNENCODABLE.entries()) {
+          const messageId = `unencodable-${n}-${randomUUID()}`;
+          await dataSource.query(
+            `INSERT INTO outbox_messages (message_id, exchange, routing_key, payload, headers, next_attempt_at)
+           VALUES ($1, 'amq.topic', $2, '{"n":"never"}', $3::jsonb, clock_timestamp())`,
+            [messageId, routingKey, JSON.stringify(headers)],
+          );
+          refusedIds.push(messageId);
+        }
+        for (const n of [2, 3]) {
+          good.push(
+            (await outbox.publish({ exchange: 'amq.topic', routingKey, payload: { n } })).messageId,
+          );
+        }
+        return good;
+      });
+    const relay = app.get(OutboxRelay);
+    await eventually('the good events on the queue', async () => {
+      await relay.relayOnce();
+      return seen.filter((m) => ids.includes(String(m.messageId))).length >= 3 ? true : undefined;
+    });
+    const rows = await dataSource.query<
+      Array<{ message_id: string; status: string; last_error: string | null }>
+    >(`SELECT message_id, status, last_error FROM outbox_messages WHERE message_id = ANY($1)`, [
+      [...ids, ...refusedIds],
+    ]);
+    const status = Object.fromEntries(rows.map((row) => [row.message_id, row.status]));
+    expect(ids.map((id) => status[id])).toEqual(['sent', 'sent', 'sent']);
+    expect(refusedIds.map((id) => status[id])).toEqual(['pending', 'pending']);
+    expect(rows.find((row) => row.message_id === refusedIds[0])?.last_error).toMatch(
+      /cannot be encoded for AMQP/,
+    );
+    expect(seen.filter((m) => refusedIds.includes(String(m.messageId)))).toHaveLength(0);
+  });
+});

@@ -56,6 +56,12 @@ export interface MessagingTransport {
   close?(): Promise<void>;
   /** Publishes one message and resolves only once the broker has confirmed it. */
   publish?(message: OutboxMessage): Promise<void>;
+  /**
+   * Why message headers could never be sent on this broker, or undefined when they can.
+   * `Outbox.publish` refuses such an event in the caller's transaction, instead of writing a row
+   * that every publish attempt of the relay would fail.
+   */
+  unsendableHeaders?(headers: Record<string, unknown>): string | undefined;
   /** The delivery behind a message handler's execution context, or undefined if not this transport's. */
   delivery?(context: ExecutionContext, consumer: string): InboxDelivery | undefined;
 }

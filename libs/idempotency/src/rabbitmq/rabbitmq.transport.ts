@@ -10,6 +10,7 @@ import type {
   MessagingTransport,
   OutboxMessage,
 } from '../messaging/messaging-transport';
+import { encodableCopyHeaders, unencodableHeaders } from './amqp-headers';
 import { RabbitMqDelivery } from './rabbitmq-delivery';
 
 export interface RabbitMqTopology {
@@ -116,6 +117,12 @@ export class RabbitMqTransport implements MessagingTransport {
       type: message.routingKey,
       headers: message.headers,
     };
+    // Refused before the channel sees it (see unencodableHeaders): a row written before
+    // Outbox.publish checked its headers stays pending, and the other events still go.
+    const unencodable = unencodableHeaders(message.headers);
+    if (unencodable !== undefined) {
+      throw new Error(`its headers cannot be encoded for AMQP (${unencodable}): not sent`);
+    }
     try {
       await (
         await this.readyChannel()
@@ -139,6 +146,12 @@ export class RabbitMqTransport implements MessagingTransport {
         `unroutable: no queue is bound to exchange "${message.exchange}" for "${message.routingKey}"`,
       );
     }
+  }
+
+  /** Headers amqplib cannot encode (a number below −2^63, over 64 KiB in all): `Outbox.publish` refuses them. */
+  unsendableHeaders(headers: Record<string, unknown>): string | undefined {
+    const unencodable = unencodableHeaders(headers);
+    return unencodable === undefined ? undefined : `AMQP cannot encode them (${unencodable})`;
   }
 
   delivery(context: ExecutionContext, consumer: string): InboxDelivery | undefined {
@@ -293,8 +306,7 @@ export class RabbitMqTransport implements MessagingTransport {
       type: properties.type,
       appId: properties.appId,
       persistent: true,
-      headers: {
-        ...((properties.headers ?? {}) as Record<string, unknown>),
+      headers: encodableCopyHeaders((properties.headers ?? {}) as Record<string, unknown>, {
         'x-inbox-consumer': reason.consumer,
         'x-inbox-reason': reason.code,
         'x-inbox-detail': reason.detail.slice(0, 1000),
@@ -302,7 +314,7 @@ export class RabbitMqTransport implements MessagingTransport {
         'x-original-exchange': fields.exchange,
         'x-original-routing-key': fields.routingKey,
         [COPY_ID_HEADER]: copyId,
-      },
+      }),
     });
   }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { currentOperation } from '../../shared/current-operation';
-import { MAX_SHORT_STRING_BYTES } from '../messaging.constants';
+import { MAX_SHORT_STRING_BYTES, MESSAGING_OPTIONS } from '../messaging.constants';
+import type { ResolvedMessagingOptions } from '../messaging.defaults';
 import { derivedMessageId } from './derived-message-id';
 import { type NewOutboxRow, OutboxStore } from './outbox.store';
 import { MessagingTransactionHost } from '../messaging-transaction-host';
@@ -51,6 +52,7 @@ export class OutboxService extends Outbox {
   constructor(
     private readonly store: OutboxStore,
     private readonly txHost: MessagingTransactionHost,
+    @Inject(MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {
     super();
   }
@@ -89,12 +91,20 @@ export class OutboxService extends Outbox {
         throw new Error(`Outbox.publish: ${name} is longer than ${MAX_SHORT_STRING_BYTES} bytes`);
       }
     }
+    const headers = JSON.stringify(event.headers ?? {});
+    // As the relay will hand them to the transport: parsed from the row's JSON.
+    const unsendable = this.options.transport?.unsendableHeaders?.(
+      JSON.parse(headers) as Record<string, unknown>,
+    );
+    if (unsendable !== undefined) {
+      throw new Error(`Outbox.publish: the headers cannot be sent: ${unsendable}`);
+    }
     const row: NewOutboxRow = {
       messageId,
       exchange: event.exchange,
       routingKey: event.routingKey,
       payload,
-      headers: JSON.stringify(event.headers ?? {}),
+      headers,
     };
     const result = (await this.store.insert(row)) ?? (await this.store.contentOf(row));
     if (result === 'different' || result === undefined) {
