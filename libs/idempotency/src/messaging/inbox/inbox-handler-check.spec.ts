@@ -68,6 +68,15 @@ class RmqLedger {
   }
 }
 
+@Controller()
+class NatsLedger {
+  @EventPattern('order.paid', Transport.NATS)
+  @InboxHandler('nats-ledger')
+  apply(@Payload() payload: unknown) {
+    return payload;
+  }
+}
+
 /** Inherited: one handler met through two controllers, not two handlers. */
 @Controller()
 class MoreLedger extends Ledger {}
@@ -93,6 +102,12 @@ describe('InboxHandlerCheck', () => {
   it.each([
     ['two event handlers of one pattern', [Ledger, Notifier], 'Ledger.apply', 'Notifier.apply'],
     ['two message handlers of one object pattern', [Requests], 'Requests.first', 'Requests.second'],
+    [
+      'two NATS handlers with a RabbitMQ one between them',
+      [NatsNotifier, RmqLedger, NatsLedger],
+      'NatsNotifier.apply',
+      'NatsLedger.apply',
+    ],
     [
       'a handler of any transport and one of RabbitMQ',
       [Notifier, RmqLedger],

@@ -25,7 +25,7 @@ interface InboxHandlerSite {
 @Injectable()
 export class InboxHandlerCheck {
   constructor(discovery: DiscoveryService) {
-    const byPattern = new Map<string, InboxHandlerSite>();
+    const byPattern = new Map<string, InboxHandlerSite[]>();
     for (const { metatype } of discovery.getControllers()) {
       if (typeof metatype !== 'function') continue;
       for (const [prototype, name, descriptor] of controllerMethods(metatype)) {
@@ -41,10 +41,11 @@ export class InboxHandlerCheck {
         };
         for (const pattern of patterns) {
           const key = patternKey(pattern);
-          const other = byPattern.get(key);
+          const sites = byPattern.get(key) ?? [];
           // An inherited handler is the same method met twice, through each controller.
-          if (other && other.name !== site.name && meet(other, site)) refuse(other, site, key);
-          byPattern.set(key, site);
+          const other = sites.find((each) => each.name !== site.name && meet(each, site));
+          if (other) refuse(other, site, key);
+          byPattern.set(key, [...sites, site]);
         }
       }
     }
