@@ -116,6 +116,11 @@ export class LeasedPhases extends IdempotentPhases {
   private lastPoint: string | null;
   /** External steps whose call was made and whose result is not recorded: their `inFlightSeconds`. */
   private readonly inFlight = new Map<string, number>();
+  /**
+   * Steps recorded inside a transaction they joined (the handler's own, or another phase's):
+   * they count once it commits, which only the row can tell after it ended (`recorded`).
+   */
+  private readonly joined = new Map<string, { value: unknown; transaction: unknown }>();
 
   constructor(private readonly context: PhasesContext) {
     super();
@@ -142,8 +147,11 @@ export class LeasedPhases extends IdempotentPhases {
   }
 
   async transaction<T>(name: string, work: () => Promise<T>): Promise<T> {
-    if (this.committed.has(name)) return this.committed.get(name) as T;
-    const recorded = await this.context.txHost.withTransaction(async () => {
+    const found = await this.recorded(name);
+    if (found) return found.value as T;
+    const { txHost } = this.context;
+    const joins = txHost.isTransactionActive();
+    const recorded = await txHost.withTransaction(async () => {
       // Lets the outbox derive stable message ids from this key (see Outbox.publish).
       bindCurrentOperation({
         kind: 'request',
@@ -154,7 +162,9 @@ export class LeasedPhases extends IdempotentPhases {
       await this.record(name, value);
       return value;
     });
-    return this.remember(name, recorded) as T;
+    if (!joins) return this.remember(name, recorded) as T;
+    this.joined.set(name, { value: recorded, transaction: txHost.tx });
+    return recorded as T;
   }
 
   async external<T>(
@@ -228,6 +238,25 @@ export class LeasedPhases extends IdempotentPhases {
     const value = toJson(outcome);
     await this.record(name, value);
     return { value };
+  }
+
+  /**
+   * The step's result if it committed. One recorded in a transaction it joined counts while that
+   * transaction is still the current one; once it has ended, the row says whether it committed
+   * (a rolled-back one runs again, as its writes are gone too).
+   */
+  private async recorded(name: string): Promise<{ value: unknown } | undefined> {
+    if (this.committed.has(name)) return { value: this.committed.get(name) };
+    const joined = this.joined.get(name);
+    if (!joined) return undefined;
+    const { txHost, leases, id, owner } = this.context;
+    if (txHost.isTransactionActive() && txHost.tx === joined.transaction) {
+      return { value: joined.value };
+    }
+    this.joined.delete(name);
+    const found = await leases.recordedStep(id, owner, name);
+    if (found) this.remember(name, found.value);
+    return found;
   }
 
   private async record(name: string, value: unknown): Promise<void> {

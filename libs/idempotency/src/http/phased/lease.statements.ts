@@ -190,9 +190,13 @@ export function fencedUpdateApplied(rows: unknown[]): boolean {
  */
 export function releaseLeaseStatement(id: KeyId, owner: string, holdSeconds = 0): SqlStatement {
   return {
+    // No owner from here on: a step of the ended attempt still running (a sibling of the one
+    // that failed, under Promise.all) can neither record nor start, so it cannot renew the lease
+    // the client's retry is about to take over.
     text: countingUpdated(
       `UPDATE idempotency_keys
-          SET locked_until = now() + make_interval(secs => $5), updated_at = now()
+          SET locked_until = now() + make_interval(secs => $5), lease_owner = NULL,
+              updated_at = now()
         WHERE ${KEY_MATCHES} AND status = 'in_progress' AND lease_owner = $4`,
     ),
     values: [...keyValues(id), owner, holdSeconds],
@@ -205,4 +209,17 @@ export function releaseLeaseStatement(id: KeyId, owner: string, holdSeconds = 0)
  */
 function countingUpdated(update: string): string {
   return `WITH changed AS (${update} RETURNING 1) SELECT count(*)::text AS updated FROM changed`;
+}
+
+/**
+ * The result recorded for `step` under this attempt's lease, as `recordStepStatement` stored it
+ * (`stepJson`, sealed or not); no row when it has none. Read after a transaction the step joined
+ * has ended, to learn whether it committed.
+ */
+export function recordedStepStatement(id: KeyId, owner: string, step: string): SqlStatement {
+  return {
+    text: `SELECT step_state ->> $5 AS step FROM idempotency_keys
+            WHERE ${KEY_MATCHES} AND lease_owner = $4 AND step_state ? $5`,
+    values: [...keyValues(id), owner, step],
+  };
 }

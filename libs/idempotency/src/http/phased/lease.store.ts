@@ -12,6 +12,7 @@ import {
   fencedUpdateApplied,
   type LeaseClaim,
   leaseClaimFrom,
+  recordedStepStatement,
   recordStepStartStatement,
   recordStepStatement,
   releaseLeaseStatement,
@@ -88,6 +89,18 @@ export class LeaseStore {
     return fencedUpdateApplied(
       await this.run(recordStepStartStatement(id, owner, step, leaseSeconds)),
     );
+  }
+
+  /** The committed result of `step` under this attempt's lease, or undefined when it has none. */
+  async recordedStep(
+    id: KeyId,
+    owner: string,
+    step: string,
+  ): Promise<{ value: unknown } | undefined> {
+    const [row] = (await this.run(recordedStepStatement(id, owner, step))) as Array<{
+      step: string;
+    }>;
+    return row && { value: JSON.parse(this.sealer.openStep(id, step, row.step)) as unknown };
   }
 
   /** False when another attempt took the key over. */
