@@ -57,4 +57,22 @@ describe('RabbitMqDelivery, an x-message-id header it cannot read exactly', () =
       unreadable: expect.stringContaining('beyond 2^53'),
     });
   });
+
+  it('keeps a leading BOM: "abc" and BOM + "abc" are two ids', () => {
+    expect(read(Buffer.from([0xef, 0xbb, 0xbf, 0x61, 0x62, 0x63]))).toEqual({
+      id: '\uFEFFabc',
+      unreadable: undefined,
+    });
+  });
+
+  it('refuses a string holding U+FFFD, what amqplib made of bytes that are not UTF-8', () => {
+    expect(read('a\uFFFD')).toEqual({
+      id: undefined,
+      unreadable: expect.stringContaining('U+FFFD'),
+    });
+    const property = new RabbitMqDelivery({} as Channel, delivered('a\uFFFD'), () =>
+      Promise.resolve(),
+    );
+    expect(property.unreadableMessageId).toEqual(expect.stringContaining('U+FFFD'));
+  });
 });

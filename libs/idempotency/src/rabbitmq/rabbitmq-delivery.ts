@@ -37,14 +37,18 @@ export class RabbitMqDelivery implements InboxDelivery {
   }
 }
 
-/** Reads a header's text exactly; anything else would let two ids read as one. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** Reads a header's bytes exactly (a leading BOM kept): anything else lets two ids read as one. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** What amqplib makes of bytes that are not UTF-8 in a string it decodes (a property, an `S` header). */
+const REPLACEMENT_CHARACTER = '\uFFFD';
 
 /**
  * The `message-id` property, else the `x-message-id` header. Never the delivery tag: it
- * numbers deliveries on one channel and changes with every redelivery. A header value that
- * cannot be read exactly is refused (`unreadable`): bytes that are not UTF-8 text, and an
- * integer beyond 2^53, which amqplib hands over rounded (a 64-bit id from a Java producer).
+ * numbers deliveries on one channel and changes with every redelivery. An id that cannot be read
+ * exactly is refused (`unreadable`): bytes that are not UTF-8 text (amqplib decodes strings with
+ * U+FFFD in their place, so an id holding one is refused too), and an integer beyond 2^53, which
+ * amqplib hands over rounded (a 64-bit id from a Java producer).
  */
 function producerMessageId(
   message: ConsumeMessage,
@@ -55,7 +59,11 @@ function producerMessageId(
     fromProperty === undefined || fromProperty === ''
       ? message.properties.headers?.[MESSAGE_ID_HEADER]
       : fromProperty;
-  if (typeof raw === 'string') return { text: raw };
+  if (typeof raw === 'string') {
+    return raw.includes(REPLACEMENT_CHARACTER)
+      ? { unreadable: 'it holds U+FFFD, what bytes that are not UTF-8 text read as' }
+      : { text: raw };
+  }
   if (Buffer.isBuffer(raw)) {
     try {
       return { text: UTF8.decode(raw) };
