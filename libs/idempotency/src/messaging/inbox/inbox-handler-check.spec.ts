@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { Controller, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EventPattern, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
@@ -77,7 +77,7 @@ class NatsLedger {
   }
 }
 
-/** Inherited: one handler met through two controllers, not two handlers. */
+/** Inherited: Nest adds the handler for each controller. */
 @Controller()
 class MoreLedger extends Ledger {}
 
@@ -120,10 +120,32 @@ describe('InboxHandlerCheck', () => {
     );
   });
 
+  it('refuses one handler inherited by a second controller: Nest runs it once for each', async () => {
+    await expect(start(Ledger, MoreLedger)).rejects.toThrow(
+      /@InboxHandler\(\) on Ledger\.apply .*and on MoreLedger\.apply /,
+    );
+  });
+
+  it('refuses one controller declared by two modules: Nest runs its handler once for each', async () => {
+    @Module({ controllers: [Ledger] })
+    class LedgerA {}
+    @Module({ controllers: [Ledger] })
+    class LedgerB {}
+    const started = Test.createTestingModule({
+      imports: [DiscoveryModule, LedgerA, LedgerB],
+      providers: [InboxHandlerCheck],
+    })
+      .overrideInterceptor(InboxInterceptor)
+      .useValue({})
+      .compile();
+    await expect(started).rejects.toThrow(
+      /@InboxHandler\(\) on Ledger\.apply in LedgerA .*and on Ledger\.apply in LedgerB /,
+    );
+  });
+
   it.each([
     ['handlers of two patterns', [Ledger, Refunds]],
     ['handlers of one pattern on two transports', [RmqLedger, NatsNotifier]],
-    ['one handler inherited by a second controller', [Ledger, MoreLedger]],
   ])('lets %s start', async (_, controllers) => {
     const moduleRef = await start(...controllers);
     expect(moduleRef.get(InboxHandlerCheck)).toBeInstanceOf(InboxHandlerCheck);

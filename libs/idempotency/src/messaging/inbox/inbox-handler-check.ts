@@ -10,13 +10,17 @@ const PATTERN_METADATA = 'microservices:pattern';
 const TRANSPORT_METADATA = 'microservices:transport';
 
 interface InboxHandlerSite {
+  /** `Controller.method`. */
   name: string;
+  /** The module that declares the controller, which tells one controller declared twice apart. */
+  module: string | undefined;
   consumer: string;
   transport: unknown;
 }
 
 /**
- * Refuses to start an app with two `@InboxHandler()` methods on one message pattern. Nest runs
+ * Refuses to start an app with two `@InboxHandler()` methods on one message pattern (or one
+ * method Nest registers twice: inherited by two controllers, or declared by two modules). Nest runs
  * every event handler of a pattern for each message (and only the last message handler), and
  * each inbox handler settles the delivery: the second ack or retry of one delivery tag makes the
  * broker close the channel, and a retry asked for by one consumer is lost when the other acks.
@@ -26,24 +30,28 @@ interface InboxHandlerSite {
 export class InboxHandlerCheck {
   constructor(discovery: DiscoveryService) {
     const byPattern = new Map<string, InboxHandlerSite[]>();
-    for (const { metatype } of discovery.getControllers()) {
+    for (const wrapper of discovery.getControllers()) {
+      const { metatype } = wrapper;
       if (typeof metatype !== 'function') continue;
-      for (const [prototype, name, descriptor] of controllerMethods(metatype)) {
+      const module = (wrapper as { host?: { name?: string } }).host?.name;
+      for (const [, name, descriptor] of controllerMethods(metatype)) {
         const handler = descriptor.value as object;
         const inbox = Reflect.getMetadata(INBOX_HANDLER, handler) as
           InboxHandlerMetadata | undefined;
         const patterns = Reflect.getMetadata(PATTERN_METADATA, handler) as unknown[] | undefined;
         if (!inbox || !patterns) continue;
         const site: InboxHandlerSite = {
-          name: `${(prototype as { constructor: { name: string } }).constructor.name}.${name}`,
+          name: `${metatype.name}.${name}`,
+          module,
           consumer: inbox.consumer,
           transport: Reflect.getMetadata(TRANSPORT_METADATA, handler) as unknown,
         };
         for (const pattern of patterns) {
           const key = patternKey(pattern);
           const sites = byPattern.get(key) ?? [];
-          // An inherited handler is the same method met twice, through each controller.
-          const other = sites.find((each) => each.name !== site.name && meet(each, site));
+          // Nest adds a handler once per controller instance: a method two controllers inherit,
+          // or one controller declared by two modules, runs twice for each message too.
+          const other = sites.find((each) => meet(each, site));
           if (other) refuse(other, site, key);
           byPattern.set(key, [...sites, site]);
         }
@@ -61,8 +69,10 @@ function meet(one: InboxHandlerSite, other: InboxHandlerSite): boolean {
 }
 
 function refuse(one: InboxHandlerSite, other: InboxHandlerSite, pattern: string): never {
+  const where = (site: InboxHandlerSite) =>
+    one.name === other.name && site.module ? `${site.name} in ${site.module}` : site.name;
   throw new Error(
-    `@InboxHandler() on ${one.name} ('${one.consumer}') and on ${other.name} ('${other.consumer}') ` +
+    `@InboxHandler() on ${where(one)} ('${one.consumer}') and on ${where(other)} ('${other.consumer}') ` +
       `handle one message pattern, ${pattern}: Nest runs both for each message and each would ` +
       'settle the same delivery (the broker closes the channel on the second ack). Give each ' +
       'consumer a pattern of its own, or apply both effects in one handler.',
