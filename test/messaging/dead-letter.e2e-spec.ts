@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { connect } from 'amqplib';
 import type { AppProcess } from '../support/app-process';
 import type { TestDatabase } from '../support/database';
-import { describeWithBroker, TestBroker } from './support/broker';
+import { brokerUrl, describeWithBroker, TestBroker } from './support/broker';
 import { createOrder, startMessagingApp } from './support/messaging-app';
 import { orderPaymentsSuite } from './support/order-payments-suite';
 
@@ -79,6 +81,38 @@ describeWithBroker(
       expect(parked.headers).not.toHaveProperty('x-inbox-dropped-headers');
       expect(await paidCents(orderId)).toBe(0);
       expect(await broker.stats(queue)).toMatchObject({ messageCount: 0 });
+    });
+
+    it('dead-letters a message whose property amqplib cannot encode again, leaving it out', async () => {
+      const orderId = await createOrder(app.url);
+      // A Go or Java producer's 200 bytes that are not UTF-8: amqplib reads each as U+FFFD,
+      // three bytes, so the copy's `type` would be 600 bytes, over AMQP's 255.
+      const producer = await connect(brokerUrl());
+      const socket = (producer as unknown as { connection: { stream: Socket } }).connection.stream;
+      const marker = Buffer.from('~'.repeat(200), 'latin1');
+      const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;
+      (socket as unknown as { write: typeof write }).write = (chunk, ...rest) => {
+        const at = Buffer.isBuffer(chunk) ? chunk.indexOf(marker) : -1;
+        if (at >= 0) (chunk as Buffer).fill(0xff, at, at + marker.length);
+        return write(chunk, ...rest);
+      };
+      try {
+        const channel = await producer.createConfirmChannel();
+        channel.sendToQueue(queue, Buffer.from(JSON.stringify({ orderId, amountCents: 600 })), {
+          contentType: 'application/json',
+          type: '~'.repeat(200),
+        });
+        await channel.waitForConfirms();
+      } finally {
+        await producer.close();
+      }
+
+      const parked = await broker.take(deadLetters, forOrder(orderId));
+      expect(parked.headers).toMatchObject({
+        'x-inbox-reason': 'missing-message-id',
+        'x-inbox-dropped-properties': 'type',
+      });
+      expect(await paidCents(orderId)).toBe(0);
     });
 
     it('dead-letters an unprocessable payload at once, without retrying it', async () => {

@@ -1,4 +1,9 @@
-import { DROPPED_HEADERS_HEADER, encodableCopyHeaders, unencodableHeaders } from './amqp-headers';
+import {
+  DROPPED_HEADERS_HEADER,
+  encodableCopyHeaders,
+  encodableShortStrings,
+  unencodableHeaders,
+} from './amqp-headers';
 
 describe('unencodableHeaders', () => {
   it('passes what amqplib encodes', () => {
@@ -43,6 +48,20 @@ describe('encodableCopyHeaders', () => {
     expect(encodableCopyHeaders(original, ours)).toEqual({
       ...ours,
       [DROPPED_HEADERS_HEADER]: 'a,b',
+    });
+  });
+});
+
+describe('encodableShortStrings', () => {
+  it('keeps the strings of 255 bytes or less, and names the others', () => {
+    const properties = {
+      messageId: 'm-1',
+      type: '\uFFFD'.repeat(200), // what 200 bytes that are not UTF-8 decode to: 600 bytes
+      appId: undefined,
+    };
+    expect(encodableShortStrings(properties, ['messageId', 'type', 'appId'])).toEqual({
+      kept: { messageId: 'm-1' },
+      dropped: ['type'],
     });
   });
 });

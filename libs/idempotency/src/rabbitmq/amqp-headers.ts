@@ -79,3 +79,31 @@ export function encodableCopyHeaders(
   if (unencodableHeaders(copy) === undefined) return copy;
   return { ...added, [DROPPED_HEADERS_HEADER]: Object.keys(original).join(',').slice(0, 1000) };
 }
+
+/** Where a dead-letter copy names the properties of the original it had to leave out. */
+export const DROPPED_PROPERTIES_HEADER = 'x-inbox-dropped-properties';
+
+/** AMQP short strings: 255 bytes at most, or amqplib refuses the whole message. */
+const SHORT_STRING_BYTES = 255;
+
+/**
+ * The short-string properties of `properties` that amqplib can encode again, and the names of
+ * those it cannot. It decodes each byte that is not UTF-8 to U+FFFD, three bytes, so a property
+ * another client sent within 255 bytes can come back over them; it would fail the copy's publish
+ * as a header can (see `unencodableHeaders`).
+ */
+export function encodableShortStrings<K extends string>(
+  properties: Partial<Record<K, unknown>>,
+  names: readonly K[],
+): { kept: Partial<Record<K, string>>; dropped: K[] } {
+  const kept: Partial<Record<K, string>> = {};
+  const dropped: K[] = [];
+  for (const name of names) {
+    const value = properties[name];
+    if (value === undefined || value === null) continue;
+    if (typeof value === 'string' && Buffer.byteLength(value, 'utf8') <= SHORT_STRING_BYTES)
+      kept[name] = value;
+    else dropped.push(name);
+  }
+  return { kept, dropped };
+}

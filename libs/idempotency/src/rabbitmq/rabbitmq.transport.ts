@@ -10,7 +10,12 @@ import type {
   MessagingTransport,
   OutboxMessage,
 } from '../messaging/messaging-transport';
-import { encodableCopyHeaders, unencodableHeaders } from './amqp-headers';
+import {
+  DROPPED_PROPERTIES_HEADER,
+  encodableCopyHeaders,
+  encodableShortStrings,
+  unencodableHeaders,
+} from './amqp-headers';
 import { RabbitMqDelivery } from './rabbitmq-delivery';
 
 export interface RabbitMqTopology {
@@ -296,17 +301,14 @@ export class RabbitMqTransport implements MessagingTransport {
     reason: DeadLetterReason,
     copyId: string,
   ): Promise<unknown> {
+    const { kept, dropped } = encodableShortStrings(properties, COPIED_SHORT_STRINGS);
     return channel.publish('', queue, content, {
       mandatory: true,
-      contentType: properties.contentType,
-      contentEncoding: properties.contentEncoding,
-      messageId: properties.messageId,
-      correlationId: properties.correlationId,
+      ...kept,
       timestamp: properties.timestamp,
-      type: properties.type,
-      appId: properties.appId,
       persistent: true,
       headers: encodableCopyHeaders((properties.headers ?? {}) as Record<string, unknown>, {
+        ...(dropped.length > 0 ? { [DROPPED_PROPERTIES_HEADER]: dropped.join(',') } : {}),
         'x-inbox-consumer': reason.consumer,
         'x-inbox-reason': reason.code,
         'x-inbox-detail': reason.detail.slice(0, 1000),
@@ -362,6 +364,16 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** The short-string properties a dead-letter copy keeps (with `timestamp`). */
+const COPIED_SHORT_STRINGS = [
+  'contentType',
+  'contentEncoding',
+  'messageId',
+  'correlationId',
+  'type',
+  'appId',
+] as const;
 
 /** Marks a dead-letter copy, so a return of it is told from a return of a relayed event. */
 const COPY_ID_HEADER = 'x-inbox-copy-id';
