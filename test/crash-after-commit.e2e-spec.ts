@@ -89,4 +89,19 @@ describe('crash after commit on the phased POST /v1/payments (a real process, ki
     expect(await db.payments(orderId)).toHaveLength(1);
     expect(await providerCharges(app.providerUrl, payment.id)).toHaveLength(1);
   });
+  it('dies once a declined payment (a stored 402) committed; the retry replays the 402', async () => {
+    const orderId = await newOrder(app.url);
+    const key = uniqueKey();
+
+    // Amounts ending in 13 are declined by the card processor stub.
+    await expect(pay(app.url, key, orderId, 1513, 'crash-after-commit')).rejects.toThrow();
+    expect(await app.waitForExit()).toBeNull();
+    const [keyRow] = await db.keys('acme', key);
+    expect(keyRow).toMatchObject({ status: 'completed', response_code: 402 });
+
+    await app.start();
+    const retry = await pay(app.url, key, orderId, 1513, 'crash-after-commit');
+    expect(retry.status).toBe(402);
+    expect(retry.text).toBe(keyRow.response_body?.toString('utf8'));
+  });
 });

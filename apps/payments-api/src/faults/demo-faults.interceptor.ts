@@ -41,14 +41,16 @@ export class DemoFaultsInterceptor implements NestInterceptor {
       const delay = /^delay=(\d{1,6})$/.exec(fault);
       if (delay && honoured.includes('delay'))
         await new Promise((resolve) => setTimeout(resolve, Number(delay[1])));
+      // Armed for a thrown error too: one the library stores (a declined card) commits as well.
+      // CrashAfterCommitInterceptor fires only on an answer, so a released failure lives.
+      if (fault === 'crash-after-commit' && honoured.includes('crash-after-commit'))
+        request[CRASH_AFTER_COMMIT] = true;
       const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
       if (fault === 'fail-transient' && honoured.includes('fail-transient')) {
         throw new ServiceUnavailableException(
           'Injected transient failure (X-Demo-Fault: fail-transient).',
         );
       }
-      if (fault === 'crash-after-commit' && honoured.includes('crash-after-commit'))
-        request[CRASH_AFTER_COMMIT] = true;
       return result;
     });
   }
