@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, type INestApplication, Injectable, Post } from '@nestjs/common';
 import { ValidationPipe } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { TransactionHost } from '@nestjs-cls/transactional';
+import { Propagation, TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { IsString } from 'class-validator';
 import {
@@ -60,6 +60,42 @@ class JoinedController {
         if (!(error instanceof SerializationFailure)) throw error;
       }
     }
+  }
+
+  /** A phase in a savepoint (Propagation.Nested) that rolls back once, then is retried. */
+  @Post('savepoint')
+  @Idempotent({ phased: true })
+  async savepoint(@Body() body: TagDto, @Phases() phases: IdempotentPhases) {
+    const { txHost } = this.ledger;
+    return txHost.withTransaction(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await txHost.withTransaction(Propagation.Nested, async () => {
+            const debit = await phases.transaction('debit', async () => {
+              await this.ledger.debit(body.tag);
+              return { debited: body.tag };
+            });
+            if (attempt === 1) throw new SerializationFailure('roll the savepoint back');
+            return debit;
+          });
+        } catch (error) {
+          if (!(error instanceof SerializationFailure)) throw error;
+        }
+      }
+    });
+  }
+
+  /** The recovery point once the handler's own transaction holding a phase has committed. */
+  @Post('point')
+  @Idempotent({ phased: true })
+  async point(@Body() body: TagDto, @Phases() phases: IdempotentPhases) {
+    await this.ledger.txHost.withTransaction(() =>
+      phases.transaction('debit', async () => {
+        await this.ledger.debit(body.tag);
+        return 'debited';
+      }),
+    );
+    return { recoveryPoint: phases.recoveryPoint };
   }
 
   /** A phase nested in another; the outer phase runs again after its first try rolled back. */
@@ -138,6 +174,25 @@ describe('phases.transaction joined to an enclosing transaction that rolls back'
     expect(res.status).toBe(201);
     expect(res.text).toBe('inner');
     expect(await steps(key)).toHaveProperty('inner');
+    expect(await writes(tag)).toHaveLength(1);
+  });
+
+  it('runs the phase again when the savepoint it joined rolled back', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `savepoint-${randomUUID()}`;
+    const res = await post('/joined/savepoint', tag, key);
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ debited: tag });
+    expect(await steps(key)).toHaveProperty('debit');
+    expect(await writes(tag)).toHaveLength(1);
+  });
+
+  it('reports the joined phase as the recovery point once its transaction committed', async () => {
+    const key = `k-${randomUUID()}`;
+    const tag = `point-${randomUUID()}`;
+    const res = await post('/joined/point', tag, key);
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ recoveryPoint: 'debit' });
     expect(await writes(tag)).toHaveLength(1);
   });
 });

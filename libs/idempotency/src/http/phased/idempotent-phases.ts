@@ -120,7 +120,10 @@ export class LeasedPhases extends IdempotentPhases {
    * Steps recorded inside a transaction they joined (the handler's own, or another phase's):
    * they count once it commits, which only the row can tell after it ended (`recorded`).
    */
-  private readonly joined = new Map<string, { value: unknown; transaction: unknown }>();
+  private readonly joined = new Map<
+    string,
+    { value: unknown; transaction: unknown; previousPoint: string | null }
+  >();
 
   constructor(private readonly context: PhasesContext) {
     super();
@@ -163,7 +166,14 @@ export class LeasedPhases extends IdempotentPhases {
       return value;
     });
     if (!joins) return this.remember(name, recorded) as T;
-    this.joined.set(name, { value: recorded, transaction: txHost.tx });
+    // The recovery point from now on, as the handler sees it; taken back if the row shows that
+    // its transaction rolled back (`recorded`).
+    this.joined.set(name, {
+      value: recorded,
+      transaction: txHost.tx,
+      previousPoint: this.lastPoint,
+    });
+    this.lastPoint = name;
     return recorded as T;
   }
 
@@ -241,21 +251,26 @@ export class LeasedPhases extends IdempotentPhases {
   }
 
   /**
-   * The step's result if it committed. One recorded in a transaction it joined counts while that
-   * transaction is still the current one; once it has ended, the row says whether it committed
-   * (a rolled-back one runs again, as its writes are gone too).
+   * The step's result if it committed, or was recorded in the transaction still open. One
+   * recorded in a transaction it joined is looked up in the row each time: a savepoint rolled
+   * back within the same transaction takes it away as surely as a rollback of the whole. Read in
+   * another transaction, or in none, it is committed, and counted for good.
    */
   private async recorded(name: string): Promise<{ value: unknown } | undefined> {
     if (this.committed.has(name)) return { value: this.committed.get(name) };
     const joined = this.joined.get(name);
     if (!joined) return undefined;
     const { txHost, leases, id, owner } = this.context;
-    if (txHost.isTransactionActive() && txHost.tx === joined.transaction) {
-      return { value: joined.value };
-    }
-    this.joined.delete(name);
     const found = await leases.recordedStep(id, owner, name);
-    if (found) this.remember(name, found.value);
+    if (!found) {
+      this.joined.delete(name);
+      if (this.lastPoint === name) this.lastPoint = joined.previousPoint;
+      return undefined;
+    }
+    if (!txHost.isTransactionActive() || txHost.tx !== joined.transaction) {
+      this.joined.delete(name);
+      this.committed.set(name, found.value);
+    }
     return found;
   }
 
