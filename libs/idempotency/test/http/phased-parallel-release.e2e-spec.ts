@@ -32,14 +32,15 @@ class TagDto {
 
 @Controller('parallel')
 class ParallelController {
-  /** Two calls made in parallel; `a` fails once (a transient 503) while `b` takes 400 ms. */
+  /** Two calls made in parallel; `a` fails once (a transient 503) while `b` is in its 400 ms. */
   @Post()
   @Idempotent({ phased: true, leaseSeconds: 60 })
   run(@Body() body: TagDto, @Phases() phases: IdempotentPhases) {
     return Promise.all([
       phases.external('a', async () => {
-        await sleep(50);
         if (!failedOnce.has(body.tag)) {
+          // Fails once `b` has been called: its start is recorded, its result is not yet.
+          while (!calls.has(body.tag)) await sleep(10);
           failedOnce.add(body.tag);
           throw new ServiceUnavailableException('a failed');
         }
