@@ -73,9 +73,10 @@ function refuse(one: InboxHandlerSite, other: InboxHandlerSite, pattern: string)
     one.name === other.name && site.module ? `${site.name} in ${site.module}` : site.name;
   throw new Error(
     `@InboxHandler() on ${where(one)} ('${one.consumer}') and on ${where(other)} ('${other.consumer}') ` +
-      `handle one message pattern, ${pattern}: Nest runs both for each message and each would ` +
-      'settle the same delivery (the broker closes the channel on the second ack). Give each ' +
-      'consumer a pattern of its own, or apply both effects in one handler.',
+      `handle one message pattern, ${pattern}: Nest runs both for each event, each settling the ` +
+      'same delivery (the broker closes the channel on the second ack), and of two request ' +
+      'handlers it keeps only the last. Give each consumer a pattern of its own, or apply both ' +
+      'effects in one handler.',
   );
 }
 
