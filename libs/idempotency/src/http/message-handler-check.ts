@@ -1,11 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { controllerMethods } from '../shared/controller-methods';
+import { controllerMethods, messagePatterns } from '../shared/controller-methods';
 import { IDEMPOTENT_ROUTE } from './idempotency.constants';
-
-// Where `@MessagePattern()` and `@EventPattern()` keep their pattern (@nestjs/microservices is an
-// optional peer: not imported for a name).
-const PATTERN_METADATA = 'microservices:pattern';
 
 /**
  * Refuses to start an app with `@Idempotent()` on a message handler. The interceptor makes HTTP
@@ -22,7 +18,7 @@ export class MessageHandlerCheck {
       for (const [prototype, name, descriptor] of controllerMethods(metatype)) {
         const handler = descriptor.value as object;
         if (Reflect.getMetadata(IDEMPOTENT_ROUTE, handler) === undefined) continue;
-        if (Reflect.getMetadata(PATTERN_METADATA, handler) === undefined) continue;
+        if (messagePatterns(handler) === undefined) continue;
         const owner = (prototype as { constructor: { name: string } }).constructor.name;
         throw new Error(
           `@Idempotent() on ${owner}.${name}, a message handler (@MessagePattern or @EventPattern): ` +

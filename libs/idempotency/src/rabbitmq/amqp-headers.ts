@@ -1,3 +1,4 @@
+import { MAX_SHORT_STRING_BYTES } from '../messaging/messaging.constants';
 import { errorText } from '../shared/error-text';
 
 /** amqplib's field-table encoder (`lib/codec`), which it runs on a message's headers. */
@@ -83,9 +84,6 @@ export function encodableCopyHeaders(
 /** Where a dead-letter copy names the properties of the original it had to leave out. */
 export const DROPPED_PROPERTIES_HEADER = 'x-inbox-dropped-properties';
 
-/** AMQP short strings: 255 bytes at most, or amqplib refuses the whole message. */
-const SHORT_STRING_BYTES = 255;
-
 /**
  * The short-string properties of `properties` that amqplib can encode again, and the names of
  * those it cannot. It decodes each byte that is not UTF-8 to U+FFFD, three bytes, so a property
@@ -101,7 +99,7 @@ export function encodableShortStrings<K extends string>(
   for (const name of names) {
     const value = properties[name];
     if (value === undefined || value === null) continue;
-    if (typeof value === 'string' && Buffer.byteLength(value, 'utf8') <= SHORT_STRING_BYTES)
+    if (typeof value === 'string' && Buffer.byteLength(value, 'utf8') <= MAX_SHORT_STRING_BYTES)
       kept[name] = value;
     else dropped.push(name);
   }

@@ -29,3 +29,18 @@ export function controllerMethods(
 export function isRouteHandler(handler: unknown): boolean {
   return typeof handler === 'function' && Reflect.getMetadata('path', handler) !== undefined;
 }
+
+// Where `@MessagePattern()` and `@EventPattern()` keep a handler's patterns and transport
+// (@nestjs/microservices is an optional peer: not imported for two names).
+const PATTERN_METADATA = 'microservices:pattern';
+const TRANSPORT_METADATA = 'microservices:transport';
+
+/** A message handler's patterns, or undefined for a method that handles no messages. */
+export function messagePatterns(handler: object): unknown[] | undefined {
+  return Reflect.getMetadata(PATTERN_METADATA, handler) as unknown[] | undefined;
+}
+
+/** The transport a message handler is limited to, or undefined for any. */
+export function messageTransport(handler: object): unknown {
+  return Reflect.getMetadata(TRANSPORT_METADATA, handler) as unknown;
+}

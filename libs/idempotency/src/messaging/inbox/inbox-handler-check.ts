@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { controllerMethods } from '../../shared/controller-methods';
+import {
+  controllerMethods,
+  messagePatterns,
+  messageTransport,
+} from '../../shared/controller-methods';
 import { INBOX_HANDLER } from '../messaging.constants';
 import type { InboxHandlerMetadata } from './inbox-handler.options';
-
-// Where `@EventPattern()` and `@MessagePattern()` keep their patterns and transport
-// (@nestjs/microservices is an optional peer: not imported for two names).
-const PATTERN_METADATA = 'microservices:pattern';
-const TRANSPORT_METADATA = 'microservices:transport';
 
 interface InboxHandlerSite {
   /** `Controller.method`. */
@@ -38,13 +37,13 @@ export class InboxHandlerCheck {
         const handler = descriptor.value as object;
         const inbox = Reflect.getMetadata(INBOX_HANDLER, handler) as
           InboxHandlerMetadata | undefined;
-        const patterns = Reflect.getMetadata(PATTERN_METADATA, handler) as unknown[] | undefined;
+        const patterns = messagePatterns(handler);
         if (!inbox || !patterns) continue;
         const site: InboxHandlerSite = {
           name: `${metatype.name}.${name}`,
           module,
           consumer: inbox.consumer,
-          transport: Reflect.getMetadata(TRANSPORT_METADATA, handler) as unknown,
+          transport: messageTransport(handler),
         };
         for (const pattern of patterns) {
           const key = patternKey(pattern);
